@@ -1,0 +1,40 @@
+# costgap: two commands set everything up on a fresh machine.
+#   make run   create .venv, install, run the main job on the embedded default
+#   make test  create .venv, install, run the whole test suite
+PY       ?= python3
+VENV     ?= .venv
+BIN      := $(VENV)/bin
+# The CPU build of torch; a bare `torch` requirement would pull a multi-GB CUDA build.
+TORCH    ?= torch==2.13.0
+STAMP    := $(VENV)/.installed-stamp
+
+.PHONY: run test bench browser clean help
+
+help:
+	@echo "make run    - install into $(VENV) and run the main job (local target, quick profile)"
+	@echo "make test   - install into $(VENV) and run the test suite"
+	@echo "make bench  - run the project's benchmarks and print their figures"
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[probe,test]"
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/costgap run
+
+# Debian's chromium drives the report's browser test; installed here when missing (root only).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "chromium not installed: the browser test will be skipped"; }
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest -q -ra
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) site results costgap.duckdb

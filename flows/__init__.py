@@ -1,0 +1,1 @@
+"""costgap flows: Prefect flows that sequence tasks, and the CLI that starts them."""

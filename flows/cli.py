@@ -1,0 +1,53 @@
+"""The costgap command line: parses arguments, builds config, calls a task or a flow.
+
+    costgap --help
+
+Each command group lives in flows/commands/<name>.py and exposes `register(app)`. A user error
+(bad bundle, bad price file, bad config) is printed as one line naming file, field and value,
+with exit code 2; never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="costgap",
+    help=(
+        "What a training token really costs on each GPU instance type, and why the gap moves.\n\n"
+        "Defaults: --warehouse from COSTGAP_WAREHOUSE or ./costgap.duckdb, --site from "
+        "COSTGAP_SITE or ./site, results store from COSTGAP_RESULTS or ./results."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# One module per command group; a module that is missing or broken must not hide the others.
+COMMAND_MODULES = ("run", "ingest", "prices", "gap", "report", "rebuild")
+
+for _name in COMMAND_MODULES:
+    try:
+        _mod = importlib.import_module(f"flows.commands.{_name}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"flows.commands.{_name}":
+            raise
+        continue
+    _mod.register(app)
+
+
+def main() -> None:
+    from flows.errors import UserError
+
+    try:
+        app()
+    except UserError as e:
+        typer.echo(f"costgap: error: {e}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The static report: Altair charts over small pre-aggregated tables, one offline site."""

@@ -1,0 +1,1 @@
+"""The DuckDB warehouse: numbered migrations, SQL queries in files, and the connection."""
