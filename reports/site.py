@@ -1,0 +1,202 @@
+"""Build the static report from the warehouse and publish it atomically to a directory or fsspec URL.
+
+    costgap report --warehouse costgap.duckdb --site site      # or: --site memory://report, s3://bucket/report
+
+Pages are rendered from one read-only snapshot into a fresh temporary directory. Only a complete
+build is published: a local directory is swapped in by rename; a remote URL gets the build under
+builds/<id>/ and then its root index.html (one object, written last) is pointed at it. A failure at
+any step leaves the previous site exactly as it was. The vega libraries are one shared local file
+(assets/vega.js), so no page references anything outside the site.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import fsspec
+import vl_convert as vlc
+
+from reports.data import ReportConfig, ReportData, load
+from reports.pages import ASSET_JS, all_pages, render
+
+log = logging.getLogger(__name__)
+
+PAGE_BUDGET_BYTES = 3 * 1024 * 1024  # issue 7: each page (HTML + the scripts it loads) <= 3 MB
+KEEP_REMOTE_BUILDS = 3  # older builds under builds/ are pruned after a successful publish
+PNG_SCALE = 2.0  # slides and chat want crisp images; 2x of a 640 px chart is 1280 px
+EXPORT_WORKERS = 2  # this box has 2 cores; vl-convert releases the GIL while it renders
+_URL = re.compile(r"https?://", re.IGNORECASE)
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("COSTGAP_HOME") or "~/.cache/costgap").expanduser()
+
+
+@lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """vega + vega-lite + vega-embed as one script (from vl-convert), cached on disk per version.
+
+    The bundle's only URL-looking strings are XML namespaces and editor/issue links inside string
+    literals; `://` is written as `:\\/\\/` there (the same string in JS), so no page text carries a URL.
+    """
+    key = f"vega-bundle-{vlc.get_vegalite_versions()[-1]}-{vlc.get_vega_embed_version()}.js"
+    path = _cache_dir() / key
+    if path.exists():
+        return path.read_text(encoding="utf-8")
+    js = vlc.javascript_bundle()
+    js = _URL.sub(lambda m: m.group(0).replace("//", "\\/\\/"), js)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{uuid.uuid4().hex}.tmp")
+        tmp.write_text(js, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as e:  # a read-only home only costs the next build 2 s
+        log.info("report: could not cache the vega bundle at %s: %s", path, e)
+    return js
+
+
+def _export_one(out: Path, chart_id: str, spec: dict) -> None:
+    svg = vlc.vegalite_to_svg(spec)
+    (out / f"{chart_id}.svg").write_text(svg, encoding="utf-8")
+    (out / f"{chart_id}.png").write_bytes(vlc.svg_to_png(svg, scale=PNG_SCALE))
+
+
+def export_images(specs: dict[str, dict], out: Path, workers: int = EXPORT_WORKERS) -> None:
+    """Every chart as SVG (vl-convert) and PNG (rasterised from that SVG), in a small thread pool."""
+    out.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(_export_one, out, cid, spec) for cid, spec in specs.items()]:
+            f.result()
+
+
+def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
+    """Write every page, the shared script and the chart exports into `out`; return the manifest."""
+    t0 = time.perf_counter()
+    (out / "assets").mkdir(parents=True, exist_ok=True)
+    js = vega_bundle()
+    (out / ASSET_JS).write_text(js, encoding="utf-8")
+    js_bytes = len(js.encode("utf-8"))
+    pages, specs = [], {}
+    for page in all_pages(data):
+        html = render(page, data)
+        (out / page.filename).write_text(html, encoding="utf-8")
+        weight = len(html.encode("utf-8")) + (js_bytes if page.charts else 0)
+        pages.append({"file": page.filename, "title": page.title, "charts": len(page.charts), "bytes": weight})
+        specs.update(page.charts)
+    t_pages = time.perf_counter() - t0
+    if images:
+        export_images(specs, out / "charts")
+    heavy = [p for p in pages if p["bytes"] > PAGE_BUDGET_BYTES]
+    for p in heavy:
+        log.warning("report: page %s weighs %d bytes (budget %d)", p["file"], p["bytes"], PAGE_BUDGET_BYTES)
+    manifest = {
+        "generated_at": data.generated_at.isoformat(), "baseline": data.baseline, "pages": pages,
+        "charts": len(specs), "images": images, "max_page_bytes": max(p["bytes"] for p in pages),
+        "render_s": round(t_pages, 3), "total_s": round(time.perf_counter() - t0, 3),
+    }
+    (out / "site.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return manifest
+
+
+def _is_local(site: str) -> bool:
+    return "://" not in site or site.startswith("file://")
+
+
+def _publish_local(build: Path, dest: Path) -> None:
+    """Swap the finished build in by rename; on any failure the old site is put back."""
+    old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
+    had_old = dest.exists()
+    if had_old:
+        dest.rename(old)
+    try:
+        build.rename(dest)
+    except BaseException:
+        if had_old:
+            old.rename(dest)
+        raise
+    if had_old:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _publish_remote(build: Path, site: str) -> str:
+    """Upload under builds/<id>/, then point the root index.html at it (one object, last)."""
+    fs, root = fsspec.core.url_to_fs(site)
+    root = root.rstrip("/")
+    build_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    prefix = f"{root}/builds/{build_id}"
+    for path in sorted(build.rglob("*")):
+        if path.is_file():
+            fs.pipe_file(f"{prefix}/{path.relative_to(build).as_posix()}", path.read_bytes())
+    target = f"builds/{build_id}/index.html"
+    pointer = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0; url={target}"><title>costgap report</title></head>'
+        f'<body><p><a href="{target}">Open the costgap report</a></p></body></html>'
+    )
+    fs.pipe_file(f"{root}/index.html", pointer.encode("utf-8"))
+    fs.pipe_file(f"{root}/latest.json", json.dumps({"build": build_id, "index": target}).encode("utf-8"))
+    try:
+        builds = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(f"{root}/builds", detail=False))
+        for old in [b for b in builds if b != build_id][: max(0, len(builds) - KEEP_REMOTE_BUILDS)]:
+            fs.rm(f"{root}/builds/{old}", recursive=True)
+    except (OSError, FileNotFoundError) as e:  # pruning is housekeeping; the new site is live already
+        log.warning("report: could not prune old builds under %s: %s", site, e)
+    return f"{site.rstrip('/')}/index.html"
+
+
+@contextmanager
+def _snapshot(warehouse: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only snapshot; a warehouse that predates a migration is migrated once first."""
+    from warehouse.db import WarehouseNotReady, reading, writing
+
+    try:
+        ctx = reading(warehouse)
+        con = ctx.__enter__()
+    except WarehouseNotReady:
+        if not Path(warehouse).exists():
+            raise
+        with writing(warehouse):
+            pass
+        ctx = reading(warehouse)
+        con = ctx.__enter__()
+    try:
+        yield con
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def build_site(warehouse: str, site: str, *, baseline: str | None = None, images: bool = True,
+               config: ReportConfig | None = None) -> str:
+    """Render every page from the warehouse and publish atomically; returns index.html's path/URL."""
+    cfg = config or ReportConfig(baseline=baseline)
+    with _snapshot(str(warehouse)) as con:
+        data = load(con, cfg)
+    if _is_local(site):
+        dest = Path(site.removeprefix("file://")).resolve()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        build = dest.parent / f".{dest.name}.build-{uuid.uuid4().hex[:8]}"
+        try:
+            render_site(data, build, images=images)
+            _publish_local(build, dest)
+        finally:
+            if build.exists():
+                shutil.rmtree(build, ignore_errors=True)
+        return str(dest / "index.html")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="costgap-site-") as tmp:
+        render_site(data, Path(tmp), images=images)
+        return _publish_remote(Path(tmp), site)

@@ -1,0 +1,68 @@
+"""One look for every page and chart: colours, type, the Vega-Lite config and the page CSS.
+
+    python -c "from reports.theme import VEGA_CONFIG; print(VEGA_CONFIG['font'])"
+
+Sizes are chosen for a 13-14" laptop at 100% zoom: body text 15 px, charts 640 px wide.
+"""
+
+from __future__ import annotations
+
+FONT = "Inter, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"  # system fonts only: offline
+MONO = "'JetBrains Mono', 'DejaVu Sans Mono', Menlo, Consolas, monospace"
+INK = "#1f2933"  # body text
+MUTED = "#616e7c"  # captions, axis labels
+GRID = "#e4e7eb"
+ACCENT = "#2563eb"  # links, the baseline
+WARN = "#b45309"  # stale prices, throttled, synthetic data
+BAD = "#b91c1c"  # failures
+GOOD = "#047857"
+# Tableau-10 reordered so the first two targets contrast strongly (colour-blind safe enough for 2-6 series).
+PALETTE = ["#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4", "#f97316", "#64748b", "#84cc16", "#ec4899"]
+CHART_WIDTH = 640  # px; fits beside nothing, readable without horizontal scroll on a laptop
+CHART_HEIGHT = 260
+
+VEGA_CONFIG: dict = {
+    "font": FONT,
+    "background": "white",
+    "view": {"stroke": None},
+    "range": {"category": PALETTE},
+    "axis": {
+        "labelColor": MUTED, "titleColor": INK, "gridColor": GRID, "domainColor": GRID,
+        "tickColor": GRID, "labelFontSize": 12, "titleFontSize": 12, "titleFontWeight": 600,
+    },
+    "legend": {"labelFontSize": 12, "titleFontSize": 12, "labelColor": INK, "titleColor": INK, "labelLimit": 240},
+    "title": {"fontSize": 14, "anchor": "start", "color": INK, "fontWeight": 600, "subtitleColor": MUTED},
+    "header": {"labelFontSize": 12, "titleFontSize": 12},
+    "bar": {"color": ACCENT},
+    "line": {"strokeWidth": 2},
+    "point": {"size": 40},
+}
+
+CSS = f"""
+*{{box-sizing:border-box}}
+body{{margin:0;font-family:{FONT};font-size:15px;line-height:1.5;color:{INK};background:#f5f7fa}}
+header{{background:#111827;color:#f9fafb;padding:14px 28px;display:flex;gap:28px;align-items:baseline;flex-wrap:wrap}}
+header .brand{{font-weight:700;font-size:18px;letter-spacing:.02em}}
+header nav a{{color:#cbd5e1;text-decoration:none;margin-right:18px;font-size:14px}}
+header nav a.here{{color:#fff;border-bottom:2px solid {ACCENT}}}
+main{{max-width:1120px;margin:0 auto;padding:22px 28px 60px}}
+h1{{font-size:24px;margin:6px 0 4px}} h2{{font-size:18px;margin:30px 0 8px}}
+p.lede{{color:{MUTED};margin:0 0 16px;max-width:820px}}
+section.card{{background:#fff;border:1px solid {GRID};border-radius:8px;padding:16px 20px;margin:16px 0}}
+table{{border-collapse:collapse;width:100%;font-size:13.5px}}
+th,td{{text-align:left;padding:6px 10px;border-bottom:1px solid {GRID};vertical-align:top}}
+th{{font-weight:600;color:{MUTED};background:#fafbfc;position:sticky;top:0}}
+td.num,th.num{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}}
+tr.base td{{background:#eff6ff}}
+code,.mono{{font-family:{MONO};font-size:12.5px}}
+.badge{{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;background:#e5e7eb;color:{INK}}}
+.badge.warn{{background:#fef3c7;color:{WARN}}} .badge.bad{{background:#fee2e2;color:{BAD}}}
+.badge.good{{background:#d1fae5;color:{GOOD}}}
+.empty{{color:{MUTED};font-style:italic;padding:10px 0}}
+.banner{{background:#fffbeb;border:1px solid #fcd34d;color:#78350f;border-radius:8px;padding:10px 16px;margin:12px 0}}
+.chart{{margin:8px 0 4px;min-height:60px}}
+.exports{{font-size:12.5px;color:{MUTED}}} .exports a{{color:{ACCENT}}}
+a{{color:{ACCENT}}}
+footer{{color:{MUTED};font-size:12.5px;max-width:1120px;margin:0 auto;padding:0 28px 30px}}
+.scroll{{max-height:520px;overflow:auto}}
+"""

@@ -1,0 +1,30 @@
+-- The latest $limit runs of every target with their fine-tune throughput and attempt counts.
+with a as (
+    select run_id, count(*) as attempts, count(*) filter (where state in ('failed', 'crashed')) as failed
+    from attempts
+    where run_id is not null
+    group by run_id
+),
+f as (
+    select run_id, string_agg(preset, ', ' order by seq) as presets, median(tokens_per_s) as tokens_per_s,
+           max(mfu) as mfu, bool_and(coalesce(steady, true)) as steady
+    from finetunes
+    group by run_id
+),
+ranked as (
+    select r.target, r.run_id, r.profile, r.status, r.started_at, r.finished_at, r.environment_id,
+           r.origin_kind, r.probe_version,
+           row_number() over (partition by r.target order by r.started_at desc) as rn,
+           count(*) over (partition by r.target) as total
+    from runs r
+),
+final as (
+    select k.*, f.presets, f.tokens_per_s, f.mfu, f.steady, coalesce(a.attempts, 0) as attempts,
+           coalesce(a.failed, 0) as failed_attempts, p.label as provenance
+    from ranked k
+    left join f using (run_id)
+    left join a using (run_id)
+    left join provenance p on p.scope = 'run' and p.key = k.run_id
+    where k.rn <= $limit
+)
+select * from final order by target, started_at desc
