@@ -1,0 +1,38 @@
+"""`costgap ingest`: land bundle files or directories into the warehouse.
+
+    costgap ingest results/ --warehouse costgap.duckdb
+
+Prints landed / duplicates / quarantined / rejected, one line per problem naming the file, the
+field, the value and the reason. Exit code 0 when everything landed or was already there,
+1 when anything was quarantined or rejected, 2 on a user error (e.g. warehouse busy).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from flows.settings import warehouse_path
+
+
+def ingest(
+    paths: List[str] = typer.Argument(..., help="Bundle files or directories (searched recursively "
+                                      "for *.json); local paths or fsspec URLs."),
+    warehouse: Optional[str] = typer.Option(
+        None, "--warehouse", help="DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."),
+    lock_timeout_s: float = typer.Option(
+        60.0, "--lock-timeout", help="Seconds to wait for another costgap process to release the "
+        "warehouse before giving up with a clear message."),
+) -> None:
+    """Land bundles: validated, idempotent (same bundle twice adds nothing), atomic per batch."""
+    from tasks.land import land_into
+
+    summary = land_into(warehouse_path(warehouse), paths, source="cli", timeout_s=lock_timeout_s)
+    typer.echo(summary.as_text())
+    if not summary.ok:
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest)

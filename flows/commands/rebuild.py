@@ -1,0 +1,45 @@
+"""`costgap rebuild`: rebuild the warehouse from the bundles in a results store.
+
+    costgap rebuild --from results/ --warehouse costgap.duckdb
+
+Builds into a temporary file and swaps it in atomically; the fact tables come out identical to
+incremental `costgap ingest` of the same bundles. Exit 1 when some bundles were quarantined or
+rejected (the rebuilt warehouse is still swapped in, with them recorded in `quarantine`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from flows.settings import results_url, warehouse_path
+
+
+def rebuild(
+    source: Optional[str] = typer.Option(
+        None, "--from", help="Results store URL or directory (default: $COSTGAP_RESULTS, then ./results)."),
+    warehouse: Optional[str] = typer.Option(
+        None, "--warehouse", help="DuckDB file to replace (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."),
+    lock_timeout_s: float = typer.Option(
+        60.0, "--lock-timeout", help="Seconds to wait for other costgap processes before the swap."),
+) -> None:
+    """Rebuild the warehouse from bundles alone (prices/FX from their stored imports)."""
+    from flows.errors import UserError
+    from tasks.land import expand
+    from tasks.replay import rebuild as run_rebuild
+
+    url = results_url(source)
+    files, missing = expand([url])
+    if missing:
+        raise UserError(f"results store {url}: no such file or directory")
+    result = run_rebuild(url, warehouse_path(warehouse), timeout_s=lock_timeout_s)
+    typer.echo(f"rebuilt {warehouse_path(warehouse)} from {url} ({len(files)} files)")
+    typer.echo(result.summary.as_text())
+    typer.echo(result.prices_replayed)
+    if not result.summary.ok:
+        raise typer.Exit(code=1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rebuild")(rebuild)
