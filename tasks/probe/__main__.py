@@ -1,0 +1,45 @@
+"""CLI: run the probe and write one bundle; the bundle's path is the last line of stdout.
+
+    python -m tasks.probe --profile quick --target local --out results/ [--skip finetune,storage]
+
+Exit 0 when a bundle was written (failed benchmarks are data inside it), 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tasks.probe.profiles import PROFILES
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tasks.probe", description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="quick", choices=sorted(PROFILES),
+                    help="named recipe: quick (CI/CPU), standard (weekly), full (exhaustive)")
+    ap.add_argument("--target", default="local", help="target name recorded in the bundle")
+    ap.add_argument("--out", default="results", help="directory for the bundle file")
+    ap.add_argument("--data-dir", default=None,
+                    help="directory for the storage benchmark's files (default: the temp dir)")
+    ap.add_argument("--skip", default="", help="comma-separated task groups to skip "
+                    "(gemm, gemm_sustained, memory, hostdev, storage, feed, allreduce, finetune)")
+    ap.add_argument("--origin-kind", default="cli", choices=["local", "pool", "import", "cli"])
+    ap.add_argument("--flow-run-id", default=None, help="Prefect flow run id, when run by a flow")
+    a = ap.parse_args(argv)
+    from tasks.probe.runner import run_probe  # imports torch: after argument errors
+
+    import socket
+
+    origin = {"kind": a.origin_kind, "flow_run_id": a.flow_run_id, "host": socket.gethostname()}
+    skip = {s.strip() for s in a.skip.split(",") if s.strip()}
+    try:
+        path = run_probe(a.profile, a.target, a.out, origin=origin, data_dir=a.data_dir, skip=skip)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""Storage read speed for data feeding: one big sequential file, and many small files.
+
+    python -c "from tasks.probe.storage import measure_storage; from tasks.probe.profiles import QUICK; \
+print(measure_storage(QUICK.storage))"
+
+The probe writes its own files under `data_dir` (a fresh sub-directory, removed afterwards),
+flushes them to disk and evicts them from the page cache with posix_fadvise(DONTNEED) before each
+timed read, so the figures are the device's (or network volume's), not RAM's. Reported: the big
+file in GB/s (1e9 bytes/s), the small files in files/s (and GB/s in params).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+
+from tasks.probe.profiles import StorageConfig
+from tasks.probe.record import measurement
+from tasks.probe.timing import median
+
+BENCHMARK = "storage"
+VERSION = "1"
+FILES_PER_DIR = 1000  # keep directories small, as sharded datasets do
+
+
+def evict(path: str) -> bool:
+    """Drop `path` from the page cache (posix_fadvise DONTNEED). False where unsupported."""
+    if not hasattr(os, "posix_fadvise"):
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _write_big(path: str, mib: int, chunk: bytes) -> None:
+    with open(path, "wb", buffering=0) as f:
+        for _ in range(mib * 2**20 // len(chunk)):
+            f.write(chunk)
+        os.fsync(f.fileno())
+
+
+def _read_all(path: str, buf: bytearray) -> int:
+    view, total = memoryview(buf), 0
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(view):
+            total += n
+    return total
+
+
+def _write_small(root: str, n: int, size: int) -> list[str]:
+    payload = os.urandom(size)
+    paths = []
+    for i in range(n):
+        d = os.path.join(root, f"shard{i // FILES_PER_DIR:04d}")
+        if i % FILES_PER_DIR == 0:
+            os.makedirs(d, exist_ok=True)
+        p = os.path.join(d, f"{i:07d}.bin")
+        with open(p, "wb") as f:
+            f.write(payload[i % 8:] + payload[: i % 8])  # distinct content per file
+        paths.append(p)
+    return paths
+
+
+def measure_storage(cfg: StorageConfig, *, sampler=None) -> list[dict]:
+    base = cfg.data_dir or tempfile.gettempdir()
+    os.makedirs(base, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="costgap-storage-", dir=base)
+    try:
+        chunk_bytes = cfg.chunk_mib * 2**20
+        big = os.path.join(work, "big.bin")
+        _write_big(big, cfg.big_file_mib, os.urandom(chunk_bytes))
+        buf = bytearray(chunk_bytes)
+        gbps, evicted = [], True
+        for _ in range(cfg.repeats):
+            evicted &= evict(big)
+            t = time.perf_counter()
+            n = _read_all(big, buf)
+            gbps.append(n / (time.perf_counter() - t) / 1e9)
+        params = {"data_dir": base, "bytes": cfg.big_file_mib * 2**20, "chunk_bytes": chunk_bytes,
+                  "page_cache_evicted": evicted, "filesystem_free_gib": _free_gib(base)}
+        out = [measurement(BENCHMARK, VERSION, "seq_read_gbps", median(gbps), "GB/s",
+                           params={**params, "max_gbps": round(max(gbps), 3)},
+                           repeats=len(gbps), statistic="median",
+                           spread=max(gbps) - min(gbps), spread_kind="max_minus_min")]
+        os.remove(big)
+        size = cfg.small_kib * 1024
+        paths = _write_small(work, cfg.small_files, size)
+        if hasattr(os, "sync"):
+            os.sync()  # DONTNEED drops clean pages only: write back first
+        small_evicted = all(evict(p) for p in paths)
+        t = time.perf_counter()
+        total = 0
+        for p in paths:
+            with open(p, "rb", buffering=0) as f:
+                total += len(f.read())
+        dt = time.perf_counter() - t
+        out.append(measurement(
+            BENCHMARK, VERSION, "small_files_per_s", len(paths) / dt, "files/s",
+            params={"data_dir": base, "files": len(paths), "file_bytes": size,
+                    "files_per_dir": FILES_PER_DIR, "gbps": round(total / dt / 1e9, 4),
+                    "page_cache_evicted": small_evicted},
+            repeats=1, statistic="single"))
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _free_gib(path: str) -> float | None:
+    try:
+        return round(shutil.disk_usage(path).free / 2**30, 1)
+    except OSError:
+        return None

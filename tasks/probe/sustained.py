@@ -1,0 +1,91 @@
+"""Burst vs sustained GEMM (issue 10): the best bf16 shape run continuously for `duration_s`.
+
+    python -m tasks.probe --profile standard --target local --out /tmp/b   # runs after the search
+
+mamf-finder's MAMF is the burst peak; its MSMF is the rate sustained at full power draw. Here the
+search's best shape runs back to back (no L2 flush: a training loop's steady load) in windows of
+`window_s`, each timed with one CUDA event pair; sustained = trimmed median of the window
+TFLOP/s, ratio = sustained / burst. Each window's NVML conditions (SM clock, power, temperature,
+clock-event reasons) are kept; a power-capped H200 shows "sw_power_cap" and a ~1575 MHz clock.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from tasks.probe.profiles import SustainedConfig
+from tasks.probe.record import NotApplicable, measurement
+from tasks.probe.specs import GpuSpec
+from tasks.probe.timing import time_block, time_iters, trimmed_median
+
+BENCHMARK = "gemm_sustained"
+VERSION = "1"
+
+
+def measure_sustained(cfg: SustainedConfig, *, device: str, shape: list[int] | None,
+                      burst_tflops: float | None, spec: GpuSpec, sampler=None,
+                      dtype: str = "bf16") -> list[dict]:
+    if not str(device).startswith("cuda"):
+        raise NotApplicable("sustained GEMM needs a CUDA device (power caps and clocks are GPU facts)")
+    if not cfg.enabled:
+        raise NotApplicable("sustained GEMM disabled in this profile")
+    m, n, k = shape or (4096, 8192, 4096)
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    a = torch.randn(m, k, device=device, dtype=dt)
+    b = torch.randn(k, n, device=device, dtype=dt)
+    out = torch.empty(m, n, device=device, dtype=dt)
+    fn = lambda: torch.mm(a, b, out=out)  # noqa: E731
+    per_call = sorted(time_iters(fn, device=device, iters=20, warmup=5))[10]
+    reps = max(1, int(cfg.window_s / per_call))
+    flops = 2.0 * m * n * k
+    gpu = [torch.device(device).index or 0]
+    windows, conds, total_s = [], [], 0.0
+    t_end = time.perf_counter() + cfg.duration_s
+    with (sampler.window(gpus=gpu) if sampler else _Null()) as whole:
+        while time.perf_counter() < t_end or not windows:
+            with (sampler.window(gpus=gpu) if sampler else _Null()) as w:
+                seconds = time_block(fn, device=device, reps=reps)
+            windows.append(flops * reps / seconds / 1e12)
+            total_s += seconds
+            conds.append(w.conditions() if sampler else None)
+    sustained = trimmed_median(windows, cfg.trim)
+    cond = whole.conditions() if sampler else None
+    ratio = sustained / burst_tflops if burst_tflops else None
+    peak = spec.peak_tflops(dtype)
+    per_window = {
+        "window_tflops": [round(x, 2) for x in windows],
+        "window_sm_clock_mhz": [c["sm_clock_mhz_median"] if c else None for c in conds],
+        "window_power_w": [c["power_w_median"] if c else None for c in conds],
+    }
+    last = next((c for c in reversed(conds) if c), None)
+    params = {"dtype": dtype, "m": m, "n": n, "k": k, "duration_s": round(total_s, 2),
+              "window_s": cfg.window_s,
+        "calls_per_window": reps, "trim": cfg.trim, "burst_tflops": burst_tflops,
+        "sustained_over_burst": round(ratio, 4) if ratio else None,
+        "last_window_sm_clock_mhz": last["sm_clock_mhz_median"] if last else None,
+        "last_window_power_w": last["power_w_median"] if last else None,
+        "temp_c_max": cond["temp_c_max"] if cond else None, **per_window}
+    result = [measurement(BENCHMARK, VERSION, f"{dtype}_sustained_tflops", sustained, "TFLOP/s",
+                          params=params, repeats=len(windows), statistic="trimmed_median",
+                          spread=max(windows) - min(windows), spread_kind="max_minus_min",
+                          peak=peak, peak_source=spec.peak_source if peak else None,
+                          conditions=cond)]
+    if ratio is not None:
+        result.append(measurement(BENCHMARK, VERSION, f"{dtype}_sustained_over_burst", ratio,
+                                  "ratio", params={"m": m, "n": n, "k": k,
+                                                   "burst_tflops": burst_tflops,
+                                                   "sustained_tflops": sustained},
+                                  repeats=len(windows), statistic="trimmed_median",
+                                  conditions=cond))
+    del a, b, out
+    return result
+
+
+class _Null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
