@@ -1,0 +1,78 @@
+"""`costgap run`: the main job. Probe the targets, land the bundles, rebuild the report.
+
+    costgap run                                    # local target, quick profile, embedded default
+    costgap run --targets aws-g5-xlarge,lambda-gpu-1x-a10 --results s3://bucket/costgap
+
+Runs the compare flow (flows/compare.py). With PREFECT_API_URL unset Prefect starts its ephemeral
+API for the run; set it to use a server (and its workers, for `pool` targets). Prints the headline
+cost table and the report's path. Exit 0 when every target landed, 1 when some target is missing
+(the flow ended Partial or Failed; the message says which and why), 2 on a user error.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from flows import settings
+
+
+def _split(value: Optional[str]) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def run(
+    targets: Optional[str] = typer.Option(
+        "local", "--targets", help="Comma-separated target ids from the targets file; 'all' for every one."),
+    profile: Optional[str] = typer.Option(
+        None, "--profile", help="Probe profile: quick | standard | full (default: $COSTGAP_PROFILE, then quick)."),
+    warehouse: Optional[str] = typer.Option(
+        None, "--warehouse", help="DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."),
+    site: Optional[str] = typer.Option(
+        None, "--site", help="Report directory or fsspec URL (default: $COSTGAP_SITE, then ./site)."),
+    results: Optional[str] = typer.Option(
+        None, "--results", help="Results store, a directory or fsspec URL such as s3://bucket/prefix "
+        "(default: $COSTGAP_RESULTS, then ./results)."),
+    targets_file: Optional[str] = typer.Option(
+        None, "--targets-file", help="Targets file (default: $COSTGAP_TARGETS, then deploy/targets.toml)."),
+    skip: Optional[str] = typer.Option(
+        None, "--skip", help="Comma-separated probe parts to skip on every target (e.g. finetune)."),
+) -> None:
+    """Probe targets (concurrently), land and validate their bundles, rebuild the report."""
+    from flows.compare import compare
+
+    ids = None if (targets or "").strip() == "all" else _split(targets)
+    state = compare(targets=ids, profile=settings.profile_name(profile), warehouse=warehouse, site=site,
+                    results=results, skip=_split(skip), targets_file=targets_file, return_state=True)
+    try:
+        summary = state.result(raise_on_failure=False)
+    except Exception as e:  # the flow crashed before it produced a summary
+        typer.echo(f"costgap run: {state.name}: {state.message or e}", err=True)
+        raise typer.Exit(code=1)
+    if not isinstance(summary, dict):  # an exception: a user error raised inside the flow
+        _reraise(summary)
+        typer.echo(f"costgap run: {state.name}: {state.message}", err=True)
+        raise typer.Exit(code=1)
+    typer.echo("")
+    typer.echo(summary.get("headline") or "(no headline table)")
+    typer.echo("")
+    for o in summary["outcomes"]:
+        tail = f": {o['message']}" if o["message"] and o["status"] not in ("landed", "duplicate") else ""
+        typer.echo(f"  {o['target']:<28} {o['status']:<11} {o['probe_flow_run_id'] or ''}{tail}")
+    typer.echo(f"warehouse: {summary['warehouse']}")
+    typer.echo(f"report:    {summary.get('index') or '(not built)'}")
+    typer.echo(f"{state.name}: {summary['message']}")
+    if summary["status"] != "completed":
+        raise typer.Exit(code=1)
+
+
+def _reraise(value) -> None:
+    from flows.errors import UserError
+
+    if isinstance(value, UserError):
+        raise value
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

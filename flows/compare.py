@@ -1,0 +1,189 @@
+"""The compare flow: probe every target concurrently, land what came back, rebuild the report.
+
+    costgap run --targets local --profile quick          # embedded default (ephemeral Prefect API)
+    prefect deployment run 'compare/adhoc' --param targets='["a","b"]' --watch
+
+Per target (deploy/targets.toml), concurrently on a thread pool:
+- `local`: the probe flow as a subflow; the probe itself runs in a child process;
+- `pool`: run_deployment("probe/<id>") as a subflow on the target's work pool, watched until it
+  ends, its timeout passes or its pool loses every live worker (tasks.fanout.wait_for_run);
+- `import`: the bundles in the target's inbox.
+Bundles are read from the results store. Landing (validated by tasks.land) holds the Prefect
+global concurrency limit `warehouse-write` (1 slot, created if missing), so concurrent compare
+runs queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
+is read back from Prefect and landed as attempts. The flow ends Completed when every target
+landed, Completed named "Partial" (message lists what is missing) when some did, and Failed when
+none did; the summary dict is the flow's result either way.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prefect import flow, get_run_logger, runtime, task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows import settings
+from flows.probe import probe
+from flows.report import report_and_artifacts
+from tasks import fanout, prefect_runs
+from tasks.fanout import Outcome
+from tasks.results import ResultsStore
+from tasks.targets import Target, load_targets, select
+
+WRITE_LIMIT = "warehouse-write"  # Prefect global concurrency limit held while landing
+MAX_PARALLEL = 32  # targets dispatched at once; each waits on a remote worker, not on this CPU
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _client():
+    from prefect.client.orchestration import get_client
+
+    return get_client(sync_client=True)
+
+
+def _history(o: Outcome) -> Outcome:
+    """Fill in the probe flow run's attempts as Prefect recorded them."""
+    if o.probe_flow_run_id:
+        with _client() as client:
+            o.attempts = prefect_runs.read_probe_attempts(client, o.probe_flow_run_id, target=o.target)
+    return o
+
+
+def _run_local(t: Target, profile: str, results: str, skip: list[str]) -> Outcome:
+    o = Outcome(t.id, "local", "failed", started_at=_now())
+    state = probe(target=t.id, profile=profile, results=results, skip=sorted(set(skip) | set(t.skip)),
+                  timeout_s=t.timeout_s, kind="local", return_state=True)
+    o.probe_flow_run_id = str(state.state_details.flow_run_id)
+    o.status, o.message = state.type.value.lower(), state.message
+    if state.is_completed():
+        o.bundle_uris = ResultsStore(results).list_bundles(t.id, o.probe_flow_run_id)
+    o.finished_at = _now()
+    return _history(o)
+
+
+def _run_pool(t: Target, profile: str, results: str, skip: list[str], worker_grace_s: float) -> Outcome:
+    from prefect.deployments import run_deployment
+
+    log = get_run_logger()
+    o = Outcome(t.id, "pool", "failed", started_at=_now())
+    params = {"target": t.id, "profile": profile, "results": results,
+              "skip": sorted(set(skip) | set(t.skip)), "timeout_s": t.timeout_s, "kind": "pool"}
+    try:
+        run = run_deployment(t.deployment, parameters=params, timeout=0, as_subflow=True)
+    except Exception as e:  # no such deployment, API down: this target is lost, the others go on
+        o.message = f"run_deployment({t.deployment!r}) failed: {e}"
+        o.finished_at = _now()
+        return o
+    o.probe_flow_run_id = str(run.id)
+    with _client() as client:
+        o.status, o.message = fanout.wait_for_run(
+            client, run.id, work_pool=t.work_pool, timeout_s=t.timeout_s,
+            worker_grace_s=worker_grace_s, progress=lambda m: log.info("%s: %s", t.id, m))
+    if o.status == "completed":
+        o.bundle_uris = ResultsStore(results).list_bundles(t.id, o.probe_flow_run_id)
+    o.finished_at = _now()
+    return _history(o)
+
+
+def _run_import(t: Target) -> Outcome:
+    import fsspec
+
+    from tasks.dispatch import inbox_bundles
+
+    o = Outcome(t.id, "import", "missing", started_at=_now())
+    fs, root = fsspec.core.url_to_fs(t.inbox)
+    o.bundle_uris = [p if "file" in fs.protocol else fs.unstrip_protocol(p) for p in inbox_bundles(fs, root)]
+    o.status = "completed" if o.bundle_uris else "missing"
+    o.message = None if o.bundle_uris else f"no bundle in inbox {t.inbox}"
+    o.finished_at = _now()
+    return o
+
+
+@task(name="dispatch", cache_policy=NO_CACHE)
+def dispatch_target(t: Target, profile: str, results: str, skip: list[str], worker_grace_s: float) -> Outcome:
+    get_run_logger().info("%s: dispatching (%s)", t.id, t.dispatch)
+    if t.dispatch == "local":
+        o = _run_local(t, profile, results, skip)
+    elif t.dispatch == "pool":
+        o = _run_pool(t, profile, results, skip, worker_grace_s)
+    else:
+        o = _run_import(t)
+    if o.status == "completed" and not o.bundle_uris:
+        o.status, o.message = "missing", f"run completed but no bundle under {results}/{t.id}/"
+    get_run_logger().info("%s: %s, %d bundle(s), %d Prefect attempt(s)", t.id, o.status,
+                          len(o.bundle_uris), len(o.attempts))
+    return o
+
+
+def ensure_write_limit(name: str = WRITE_LIMIT, slots: int = 1) -> None:
+    """Create the global concurrency limit if it does not exist yet (one writer at a time)."""
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    with _client() as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=slots))
+            except ObjectAlreadyExists:  # another compare run created it a moment ago
+                pass
+
+
+@task(name="land", cache_policy=NO_CACHE)
+def land(warehouse: str, targets: list[Target], outcomes: list[Outcome], compare_run_id: str) -> list[Outcome]:
+    from prefect.concurrency.sync import concurrency
+
+    from tasks.land import land_paths, record_prefect_attempts
+    from tasks.targets import sync_targets
+    from warehouse.db import writing
+
+    log = get_run_logger()
+    ensure_write_limit()
+    with concurrency(WRITE_LIMIT, occupy=1, strict=True), writing(warehouse) as con:
+        sync_targets(con, targets)
+        for o in outcomes:
+            if o.bundle_uris:
+                summary = land_paths(con, o.bundle_uris, source="flow")
+                fanout.apply_landing(o, summary)
+                log.info("%s: %s", o.target, summary.as_text())
+            added = record_prefect_attempts(con, fanout.attempt_rows(o))
+            log.info("%s: %d Prefect attempt(s) recorded", o.target, added)
+        fanout.record_dispatches(con, fanout.dispatch_rows(compare_run_id, outcomes))
+    return outcomes
+
+
+@flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=MAX_PARALLEL), log_prints=True)
+def compare(targets: list[str] | None = None, profile: str = "quick", warehouse: str | None = None,
+            site: str | None = None, results: str | None = None, skip: list[str] | None = None,
+            targets_file: str | None = None, worker_grace_s: float = 0.0):
+    """Probe `targets` (all in the targets file when None), land, report. See module docstring."""
+    log = get_run_logger()
+    warehouse = settings.warehouse_path(warehouse)
+    site = settings.site_url(site)
+    results = settings.results_url(results)
+    if "://" not in results:  # workers elsewhere on this host must find the same directory
+        results = str(Path(results).resolve())
+    file = settings.targets_path(targets_file)
+    chosen = select(load_targets(file), targets, str(file))
+    log.info("comparing %d target(s): %s (profile %s)", len(chosen), ", ".join(t.id for t in chosen), profile)
+    futures = [dispatch_target.submit(t, profile, results, list(skip or []), worker_grace_s) for t in chosen]
+    outcomes = [f.result() for f in futures]
+    outcomes = land(warehouse, chosen, outcomes, str(runtime.flow_run.id or "cli"))
+    status, message = fanout.overall(outcomes)
+    summary = {"status": status, "message": message, "warehouse": warehouse, "site": site,
+               "results": results, "outcomes": [fanout.outcome_dict(o) for o in outcomes]}
+    summary.update(report_and_artifacts(warehouse, site, fanout.outcomes_markdown(outcomes), message))
+    log.info(message)
+    if status == "completed":
+        return Completed(message=message, data=summary)
+    if status == "partial":
+        return Completed(name="Partial", message=message, data=summary)
+    return Failed(message=message, data=summary)

@@ -1,0 +1,87 @@
+"""The report flow: rebuild the static site from the warehouse and publish Prefect artifacts.
+
+    prefect deployment run 'report/after-compare'
+    python -c "from flows.report import report; print(report('costgap.duckdb', 'site'))"
+
+The site is reports.site.build_site (helper E's); the headline table is tasks.cost.cost_table and
+the findings tasks.changepoint.detect (helper D's). The compare flow calls `report_and_artifacts`
+so that its artifacts attach to the compare run: a markdown artifact `costgap-headline` (cost
+table, change points, per-target outcome) and a link artifact `costgap-report` to the site.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows import settings
+from tasks.summary import HEADLINE_COLUMNS, frame_markdown, frame_text
+
+
+def _optional(module: str, name: str):
+    """A part another helper owns, or None with a warning while it does not exist yet."""
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ModuleNotFoundError, AttributeError) as e:
+        get_run_logger().warning("skipping %s.%s: not available (%s)", module, name, e)
+        return None
+
+
+@task(name="build-site", cache_policy=NO_CACHE)
+def build_site(warehouse: str, site: str) -> str | None:
+    fn = _optional("reports.site", "build_site")
+    return fn(warehouse, site) if fn else None
+
+
+@task(name="headline", cache_policy=NO_CACHE)
+def headline(warehouse: str) -> dict:
+    """The cost table and change-point findings, as text and markdown."""
+    from warehouse.db import reading
+
+    cost_table = _optional("tasks.cost", "cost_table")
+    detect = _optional("tasks.changepoint", "detect")
+    out = {"headline": "(cost table not available)", "headline_md": "_cost table not available_",
+           "changes_md": "_change-point detection not available_", "changes": 0}
+    with reading(warehouse) as con:
+        if cost_table:
+            df = cost_table(con)
+            out["headline"] = frame_text(df, HEADLINE_COLUMNS)
+            out["headline_md"] = frame_markdown(df, HEADLINE_COLUMNS)
+        if detect:
+            found = detect(con)
+            out["changes"] = len(found)
+            out["changes_md"] = frame_markdown(found) if len(found) else "_no change points_"
+    return out
+
+
+def _link(index: str) -> str:
+    return index if "://" in index else Path(index).resolve().as_uri()
+
+
+def report_and_artifacts(warehouse: str, site: str, outcomes_md: str = "", message: str = "") -> dict:
+    """Rebuild the site, then attach the headline and a link to it to the current flow run."""
+    index = build_site(warehouse, site)
+    head = headline(warehouse)
+    md = "\n\n".join(p for p in (
+        f"# costgap\n\n{message}" if message else "# costgap",
+        "## Effective cost per million tokens\n\n" + head["headline_md"],
+        "## Change points\n\n" + head["changes_md"],
+        "## Targets in this run\n\n" + outcomes_md if outcomes_md else "",
+    ) if p)
+    create_markdown_artifact(key="costgap-headline", markdown=md, description="costgap headline table")
+    if index:
+        create_link_artifact(key="costgap-report", link=_link(index), link_text="costgap report",
+                             description="the static costgap site")
+    return {"index": index, "headline": head["headline"], "changes": head["changes"]}
+
+
+@flow(name="report", log_prints=True)
+def report(warehouse: str | None = None, site: str | None = None) -> str | None:
+    """Rebuild the site from the warehouse; returns index.html's path or URL."""
+    out = report_and_artifacts(settings.warehouse_path(warehouse), settings.site_url(site))
+    print(out["headline"])
+    return out["index"]

@@ -1,0 +1,51 @@
+"""Small tables as text: the headline cost table for the terminal and for a Prefect artifact.
+
+    python -c "import polars as pl; from tasks.summary import frame_text; print(frame_text(pl.DataFrame({'a': [1.5]})))"
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+# The headline columns, in order (tasks.cost.cost_table's names; missing ones are left out).
+HEADLINE_COLUMNS = ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "currency",
+                    "tokens_per_s", "p", "R", "runs", "attempts", "failed_attempts", "price_stale")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "-"
+        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}"
+    return str(v)
+
+
+def _rows(df, columns: Iterable[str] | None) -> tuple[list[str], list[list[str]]]:
+    rows = df.to_dicts() if hasattr(df, "to_dicts") else list(df)
+    have = list(df.columns) if hasattr(df, "columns") else (list(rows[0]) if rows else [])
+    cols = [c for c in (columns or have) if c in have]
+    return cols, [[_cell(r.get(c)) for c in cols] for r in rows]
+
+
+def frame_text(df, columns: Iterable[str] | None = None) -> str:
+    """A fixed-width text table (what `costgap run` prints)."""
+    cols, rows = _rows(df, columns)
+    if not rows:
+        return "(no rows)"
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    line = lambda cells: "  ".join(x.ljust(w) for x, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(cols), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def frame_markdown(df, columns: Iterable[str] | None = None) -> str:
+    """A markdown table (Prefect markdown artifacts render it)."""
+    cols, rows = _rows(df, columns)
+    if not rows:
+        return "_no rows_"
+    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out += ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows]
+    return "\n".join(out)
