@@ -1,0 +1,70 @@
+"""`costgap report` and `costgap demo`: render the static site from the warehouse.
+
+    costgap report --warehouse costgap.duckdb --site site [--baseline h200-sxm]
+    costgap demo --warehouse demo.duckdb --site demo-site
+
+`report` reads one snapshot of the warehouse, renders every page and publishes atomically to a
+directory or any fsspec URL (s3://..., memory://...). `demo` first builds a warehouse from the
+committed sample bundles (plus a labelled synthetic history and illustrative prices), then renders it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from flows.settings import site_url, warehouse_path
+
+WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
+SITE_HELP = "Directory or fsspec URL to publish to (default: $COSTGAP_SITE, then ./site)."
+
+
+def report(
+    warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
+    site: Optional[str] = typer.Option(None, "--site", help=SITE_HELP),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="Target the gap is measured against "
+                                           "(default: the cheapest priced target)."),
+    images: bool = typer.Option(True, "--images/--no-images", help="Also export every chart as PNG and SVG "
+                                "(charts/ in the site)."),
+) -> None:
+    """Render the offline static report from the warehouse and publish it atomically."""
+    from reports.site import build_site
+
+    t0 = time.perf_counter()
+    index = build_site(warehouse_path(warehouse), site_url(site), baseline=baseline, images=images)
+    typer.echo(f"report: {index} ({time.perf_counter() - t0:.1f} s)")
+
+
+def demo(
+    warehouse: Optional[str] = typer.Option(None, "--warehouse", help="DuckDB file for the demo "
+                                            "(default: ./costgap-demo.duckdb; replaced if it exists)."),
+    site: Optional[str] = typer.Option(None, "--site", help="Where to publish the demo report "
+                                       "(default: $COSTGAP_SITE, then ./site)."),
+    samples: Optional[Path] = typer.Option(None, "--samples", help="Directory of sample bundles "
+                                           "(default: the committed warehouse/samples)."),
+) -> None:
+    """Build a demo warehouse from the committed sample bundles and render its report."""
+    from flows.errors import UserError
+    from reports.site import build_site
+    from tasks.demo import build_demo
+    from warehouse.db import writing
+
+    path = Path(warehouse or "costgap-demo.duckdb")
+    if path.exists():
+        if path.resolve() == Path(warehouse_path(None)).resolve() and warehouse is None:
+            raise UserError(f"{path}: refusing to replace the main warehouse; pass --warehouse")
+        path.unlink()
+        Path(f"{path}.wal").unlink(missing_ok=True)
+    with writing(str(path)) as con:
+        summary = build_demo(con, samples)
+    typer.echo(summary.as_text())
+    index = build_site(str(path), site_url(site))
+    typer.echo(f"report: {index}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.command("demo")(demo)

@@ -1,0 +1,168 @@
+"""The static report: offline, escaped, bounded, and robust to missing parts of the warehouse.
+
+    .venv/bin/pytest -q tests/test_report.py
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from flows.errors import UserError
+from reports.html import esc, script_json, table
+from reports.site import PAGE_BUDGET_BYTES, build_site
+from tests.report_world import make_world
+
+EVIL = "<script>alert(1)</script>"
+URL = re.compile(rb"https?://", re.IGNORECASE)
+
+
+class Refs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.refs += [v for k, v in attrs if k in ("src", "href") and v]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("world")
+    return make_world(str(root / "wh.duckdb"), runs=160, telemetry=3200, target_names=["h200-sxm", EVIL, "a10-pcie"])
+
+
+@pytest.fixture(scope="module")
+def site(world, tmp_path_factory) -> Path:
+    return Path(build_site(world, str(tmp_path_factory.mktemp("s") / "site"))).parent
+
+
+@pytest.mark.parametrize("value, expected", [
+    (EVIL, "&lt;script&gt;alert(1)&lt;/script&gt;"),
+    ('" onmouseover="x', "&quot; onmouseover=&quot;x"),
+    (None, ""),
+    ("a & b", "a &amp; b"),
+])
+def test_esc(value, expected):
+    assert esc(value) == expected
+
+
+def test_script_json_cannot_close_its_script_tag():
+    text = script_json({"t": "</script><script>alert(1)</script>", "amp": "&"})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert '"\\u003c/script\\u003e' in text
+
+
+def test_table_escapes_every_cell_and_heading():
+    out = table([("a", EVIL)], [{"a": EVIL}])
+    assert EVIL not in out and out.count(esc(EVIL)) == 2
+
+
+def test_site_has_every_page_and_no_external_reference(site: Path):
+    names = {p.name for p in site.glob("*.html")}
+    assert {"index.html", "over-time.html", "why.html", "hardware.html", "reliability.html", "quality.html"} <= names
+    assert len([n for n in names if n.startswith("target-")]) == 3
+    for path in [*site.glob("*.html"), site / "assets" / "vega.js"]:
+        data = path.read_bytes()
+        assert not URL.search(data), f"{path.name}: {URL.search(data).group(0)!r} at {URL.search(data).start()}"
+    for path in site.glob("*.html"):
+        parser = Refs()
+        parser.feed(path.read_text(encoding="utf-8"))
+        assert parser.refs, path.name
+        for ref in parser.refs:
+            assert not ref.startswith(("/", "//")) and ":" not in ref, f"{path.name}: {ref}"
+            assert (site / ref.split("#")[0]).exists(), f"{path.name} links to missing {ref}"
+
+
+def test_vega_is_one_shared_local_file(site: Path):
+    for path in site.glob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        assert text.count('src="assets/vega.js"') <= 1
+        assert "vegaEmbed(" not in text or 'src="assets/vega.js"' in text
+    assert (site / "assets" / "vega.js").stat().st_size > 100_000
+
+
+def test_every_chart_exported_as_png_and_svg(site: Path):
+    import json
+
+    manifest = json.loads((site / "site.json").read_text())
+    ids = set(re.findall(r'id="c-([^"]+)"', "".join(p.read_text() for p in site.glob("*.html"))))
+    assert manifest["charts"] == len(ids) >= 8
+    for cid in ids:
+        assert (site / "charts" / f"{cid}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "<svg" in (site / "charts" / f"{cid}.svg").read_text()
+
+
+def test_evil_target_is_escaped_everywhere(site: Path):
+    for path in site.glob("*.html"):
+        assert EVIL not in path.read_text(encoding="utf-8"), path.name
+    assert esc(EVIL) in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_pages_show_measured_content(site: Path):
+    hw = (site / "hardware.html").read_text()
+    assert "sw_power_cap" in hw and "Measurements that ran throttled" in hw
+    assert "next_latency_ms" in hw  # DataLoader feed figure
+    assert "torch 2.12.0 → 2.13.0" in (site / "over-time.html").read_text()
+    q = (site / "quality.html").read_text()
+    assert "3 bundle(s) in quarantine" in q and "tokens_per_s &lt;= 0" in q
+    t = next(site.glob("target-h200-sxm-*.html")).read_text()
+    assert "Environment history" in t and "newest" in t
+
+
+def test_page_weight_bounded_at_scale(tmp_path: Path):
+    wh = make_world(str(tmp_path / "big.duckdb"), runs=6000, telemetry=60000, targets=12, weeks=52)
+    out = Path(build_site(wh, str(tmp_path / "site"), images=False)).parent
+    js = (out / "assets" / "vega.js").stat().st_size
+    for p in out.glob("*.html"):
+        assert p.stat().st_size + js <= PAGE_BUDGET_BYTES, p.name
+
+
+def test_empty_warehouse_renders_no_data_states(tmp_path: Path):
+    from warehouse.db import connect
+
+    connect(str(tmp_path / "e.duckdb")).close()
+    out = Path(build_site(str(tmp_path / "e.duckdb"), str(tmp_path / "site"), images=False)).parent
+    text = (out / "index.html").read_text()
+    assert "no data yet" in text
+    assert "no data yet" in (out / "hardware.html").read_text()
+
+
+def test_missing_cost_model_is_an_explicit_state(world, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tasks.cost", None)  # import raises ImportError
+    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
+    assert "no data yet: tasks.cost is not available" in (out / "index.html").read_text()
+
+
+def test_failing_cost_model_is_reported_not_raised(world, tmp_path, monkeypatch):
+    import types
+
+    broken = types.ModuleType("tasks.cost")
+
+    def cost_table(con, **kw):
+        raise RuntimeError("boom <b>")
+
+    broken.cost_table = cost_table
+    monkeypatch.setitem(sys.modules, "tasks.cost", broken)
+    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
+    text = (out / "index.html").read_text()
+    assert "could not compute: tasks.cost.cost_table raised RuntimeError: boom &lt;b&gt;" in text
+
+
+def test_unknown_baseline_is_a_user_error(world, tmp_path):
+    with pytest.raises(UserError, match="--baseline 'nope'"):
+        build_site(world, str(tmp_path / "site"), baseline="nope", images=False)
+
+
+def test_report_cli(world, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    res = CliRunner().invoke(app, ["report", "--warehouse", world, "--site", str(tmp_path / "s"), "--no-images"])
+    assert res.exit_code == 0, res.output
+    assert "index.html" in res.output and (tmp_path / "s" / "index.html").exists()
