@@ -1,0 +1,107 @@
+"""Dated FX rates (table fx_rates): report every cost in one currency; a missing rate is an error.
+
+    costgap prices import deploy/fx_rates.csv --format fx
+
+Rates pivot on USD: `units_per_usd` is how many units of the currency one USD buys on `rate_date`, and a
+rate applies from its date until the next one (an ASOF join in warehouse/queries/cost_runs.sql).
+Converting amount A from currency F to reporting currency Q on day d:
+A / units_per_usd(F, d) * units_per_usd(Q, d), with USD = 1 by definition (the pivot, not a default).
+CSV columns: currency, rate_date, units_per_usd, source. Errors name the file, line, field and value.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import date
+from pathlib import Path
+
+import duckdb
+
+from tasks.pricing.base import CURRENCIES, PriceError
+
+PIVOT = "USD"  # every rate is quoted against it
+
+
+class FxError(PriceError):
+    """A bad FX file, or a cost that needs a rate the table does not have."""
+
+
+def read_fx_csv(path: str) -> list[tuple[str, date, float, str]]:
+    p = Path(path)
+    if not p.is_file():
+        raise FxError(f"{p}: no such FX rates file")
+    out = []
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        need = ("currency", "rate_date", "units_per_usd", "source")
+        absent = [c for c in need if c not in (reader.fieldnames or [])]
+        if absent:
+            raise FxError(f"{p}:1: column '{absent[0]}' is missing; expected {', '.join(need)}")
+        for rec in reader:
+            where = f"{p}:{reader.line_num}"
+            cur = (rec["currency"] or "").strip().upper()
+            if cur not in CURRENCIES:
+                raise FxError(f"{where}: field 'currency' = {rec['currency']!r}: unknown currency (ISO 4217)")
+            if cur == PIVOT:
+                raise FxError(f"{where}: field 'currency' = 'USD': USD is the pivot (1 by definition); drop the row")
+            try:
+                day = date.fromisoformat((rec["rate_date"] or "").strip())
+            except ValueError:
+                raise FxError(f"{where}: field 'rate_date' = {rec['rate_date']!r}: expected YYYY-MM-DD") from None
+            try:
+                rate = float(rec["units_per_usd"])
+            except (TypeError, ValueError):
+                raise FxError(f"{where}: field 'units_per_usd' = {rec['units_per_usd']!r}: expected a number") from None
+            if not rate > 0 or rate == float("inf"):
+                raise FxError(f"{where}: field 'units_per_usd' = {rate!r}: expected a positive rate")
+            if not (rec["source"] or "").strip():
+                raise FxError(f"{where}: field 'source' is empty: every rate needs its publisher or URL")
+            out.append((cur, day, rate, rec["source"].strip(), where))
+    return out
+
+
+def import_fx(con: duckdb.DuckDBPyConnection, path: str) -> dict:
+    """Land dated rates; an existing (currency, date) with another rate is rejected naming both."""
+    rows = read_fx_csv(path)
+    have = {(c, d): (r, s) for c, d, r, s in con.execute(
+        "select currency, rate_date, units_per_usd, source from fx_rates").fetchall()}
+    new, same, seen = [], 0, {}
+    for cur, day, rate, source, where in rows:
+        key = (cur, day)
+        if key in seen and seen[key][0] != rate:
+            raise FxError(f"{where}: {cur} {day} = {rate} conflicts with {seen[key][1]} ({seen[key][0]})")
+        seen[key] = (rate, where)
+        if key in have:
+            if have[key][0] != rate:
+                raise FxError(f"{where}: {cur} {day} = {rate} conflicts with the stored rate {have[key][0]} "
+                              f"(from {have[key][1]})")
+            same += 1
+        elif all(k != key for k, *_ in new):
+            new.append((key, rate, source))
+    con.execute("begin transaction")
+    try:
+        for (cur, day), rate, source in new:
+            con.execute("insert into fx_rates values (?, ?, ?, ?)", [cur, day, rate, source])
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+    return {"file": str(path), "rows": len(rows), "new": len(new), "unchanged": same}
+
+
+def rate(con: duckdb.DuckDBPyConnection, currency: str, on: date) -> float:
+    """units_per_usd for `currency` as of `on`; raises FxError when no rate is dated on or before it."""
+    if currency == PIVOT:
+        return 1.0
+    if currency not in CURRENCIES:
+        raise FxError(f"currency {currency!r}: unknown currency (ISO 4217)")
+    got = con.execute("select units_per_usd from fx_rates where currency = ? and rate_date <= ? "
+                      "order by rate_date desc limit 1", [currency, on]).fetchall()
+    if not got:
+        raise FxError(f"no FX rate for {currency} on or before {on}: add one to fx_rates "
+                      f"(costgap prices import FILE --format fx)")
+    return float(got[0][0])
+
+
+def convert(con: duckdb.DuckDBPyConnection, amount: float, frm: str, to: str, on: date) -> float:
+    return amount / rate(con, frm, on) * rate(con, to, on)

@@ -1,0 +1,14 @@
+"""The price book and its sources (tasks.pricing.*): dated, sourced prices in the warehouse.
+
+    .venv/bin/pytest -q tests/test_pricing.py
+
+- base: PriceRow (one validated price) and the PriceSource interface (`name`, `location`, `fetch()`)
+- book: import_rows / import_source land rows as never-overlapping periods (price_imports log)
+- pricebook_file (CSV/YAML), skypilot (v7 vms.csv), azure (Retail Prices API): the plug-ins
+- sources: named refresh recipes; http: injected clients (live urllib, recorded replay)
+"""
+
+from tasks.pricing.base import PriceError, PriceRow, PriceSource
+from tasks.pricing.book import ImportSummary, import_rows, import_source
+
+__all__ = ["ImportSummary", "PriceError", "PriceRow", "PriceSource", "import_rows", "import_source"]
