@@ -275,6 +275,26 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _nonfinite_field(text: str) -> tuple[str, str] | None:
+    """(dotted field, literal) of the first NaN/Infinity in otherwise valid JSON, else None."""
+    try:
+        doc = json.loads(text, parse_constant=lambda name: _Literal(name))
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Literal):
+            return path or "<root>", str(node)
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in reversed(list(items)))
+    return None
+
+
+class _Literal(str):
+    """A NaN/Infinity token kept as text while locating it."""
+
+
 def parse_bundle(raw: bytes, file: str = "<bytes>", now: datetime | None = None) -> Bundle:
     """Validate raw bytes as a bundle. Raises BundleError naming file, field, value and reason."""
     if len(raw) > MAX_BUNDLE_BYTES:
@@ -290,6 +310,9 @@ def parse_bundle(raw: bytes, file: str = "<bytes>", now: datetime | None = None)
     except RecursionError:
         raise BundleError(file, "<file>", "...", f"nested deeper than {MAX_NESTING} levels") from None
     except ValueError as e:
+        where = _nonfinite_field(text) if "JSON allows" in str(e) else None
+        if where is not None:
+            raise BundleError(file, where[0], where[1], "NaN/Infinity is not a number JSON allows") from None
         raise BundleError(file, "<file>", text[:40], f"not valid JSON ({e})") from None
     if not isinstance(doc, dict):
         raise BundleError(file, "<root>", type(doc).__name__, "expected a JSON object")

@@ -26,6 +26,9 @@ EFFICIENCY_MAX = 1.05  # achieved / theoretical peak; >5% over a datasheet peak 
 UTIL_RANGE = (0.0, 100.0)  # NVML utilisation is a percentage
 TEMP_C_RANGE = (-40.0, 130.0)  # NVML temperature; GPUs throttle/shut down near 90-100 C
 MEM_FRACTION_MAX = 1.05  # peak reserved memory / device memory (GiB rounding tolerance)
+# NVML product names ("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB", "AMD Instinct MI300X"):
+# letters, digits, spaces and . _ - ( ) +. Quotes, ;, <, >, / or \ mean SQL/HTML/path injection.
+GPU_NAME_REGEX = r"^[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,127}$"
 
 
 def _suites() -> dict[str, list[tuple[str, dict[str, Any]]]]:
@@ -42,6 +45,7 @@ def _suites() -> dict[str, list[tuple[str, dict[str, Any]]]]:
         "environments": [
             (between, {"column": "gpu_count", "min_value": 0}),
             (between, {"column": "cpu_cores", "min_value": 1}),
+            ("ExpectColumnValuesToMatchRegex", {"column": "gpu_name", "regex": GPU_NAME_REGEX}),
         ],
         "attempts": [
             ("ExpectCompoundColumnsToBeUnique", {"column_list": ["run_id", "task", "attempt"]}),
