@@ -1,0 +1,226 @@
+"""Multi-GPU probe: NCCL all-reduce sweep and data-parallel fine-tune scaling, one process per GPU.
+
+    .venv/bin/python -c "from tasks.probe.distributed import run_multi_gpu, CPU_CI; print(run_multi_gpu(CPU_CI, backend='gloo', nprocs=2, timeout_s=120))"
+
+The probe launches its ranks itself (the user never calls torchrun): this process hosts a TCPStore on
+a free 127.0.0.1 port and starts `python -m tasks.probe.distributed_worker` once per rank with
+NCCL_NVLS_ENABLE=0 forced into its environment. Each launch is one bundle attempt: a rank that
+crashes, raises or hangs becomes state "failed" with error_kind crash/timeout/oom/cuda_error; after
+the first failure the other ranks get `grace_s` to exit, then are killed, and the whole launch has a
+wall deadline. Results come back as plain dicts that validate against tasks/bundle.py:
+measurements (benchmark "allreduce": algbw_gbps and busbw_gbps per size) and Finetune records with
+n_gpus and scaling_efficiency = tokens/s(n) / (n * tokens/s(1)). The n=1 baseline uses the same
+worker with world size 1 (no gradient collectives). Imports: stdlib + torch only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tasks.probe.distributed_launch import FORCED_ENV, launch  # noqa: F401  (FORCED_ENV re-exported)
+from tasks.probe.record import attempt, iso_now, measurement
+from tasks.probe.timing import iqr, median, percentile
+
+BENCHMARK_VERSION = "1"  # bump when the sweep's method changes (sizes do not: they are params)
+STRATEGIES = ("ddp", "fsdp2", "auto")
+
+
+def allreduce_busbw_gbps(algbw_gbps: float, n: int) -> float:
+    """nccl-tests bus bandwidth of a ring all-reduce: algbw * 2(n-1)/n (PERFORMANCE.md, nccl-tests)."""
+    if n < 1:
+        raise ValueError(f"allreduce_busbw_gbps: n must be >= 1, got {n}")
+    return algbw_gbps * 2.0 * (n - 1) / n
+
+
+@dataclass(frozen=True)
+class MultiGpuConfig:
+    allreduce: bool = True  # run the all-reduce sweep (off: the fine-tune scaling series only)
+    allreduce_sizes_bytes: tuple[int, ...] = tuple(1 << s for s in range(20, 31, 2))  # 1 MiB..1 GiB
+    allreduce_dtype: str = "float32"  # nccl-tests all_reduce_perf's default data type
+    allreduce_warmup: int = 5  # untimed collectives per size: NCCL sets up channels, clocks ramp
+    allreduce_repeats: int = 7  # timed batches per size: median and IQR over these
+    allreduce_iters: int = 10  # collectives per batch, averaged: hides launch latency at 1 MiB
+    presets: tuple[str, ...] = ("1b",)  # fine-tune presets run data-parallel (B's tasks.probe.presets)
+    finetune_warmup_steps: int = 3  # untimed steps: allocator, cuBLAS and DDP bucket setup
+    finetune_timed_steps: int = 10  # timed steps; the median step time gives tokens/s
+    micro_batch: int | None = None  # per GPU, same for n=1 and n; None: the preset's micro_batch_max
+    seq_len: int | None = None  # None: the preset's (2048 for 1b); CI shortens it to stay fast
+    strategy: str = "auto"  # ddp | fsdp2 | auto (fsdp2 when grads + Adam states would not fit)
+    baseline: bool = True  # also run world size 1, for scaling efficiency; off saves one launch
+    init_timeout_s: float = 120.0  # rendezvous + process-group init; a missing rank fails here
+    collective_timeout_s: float = 300.0  # every collective (gloo timeout, NCCL watchdog)
+    grace_s: float = 10.0  # after the first rank fails, how long the others get before SIGKILL
+    inject_failure: str | None = None  # tests only: "RANK:crash|raise|hang[:init|allreduce|finetune]"
+
+    def __post_init__(self):
+        def bad(name: str, expected: str) -> ValueError:
+            return ValueError(f"MultiGpuConfig.{name} = {getattr(self, name)!r}: expected {expected}")
+
+        if not self.allreduce_sizes_bytes or min(self.allreduce_sizes_bytes) < 4:
+            raise bad("allreduce_sizes_bytes", "a non-empty tuple of sizes >= 4 bytes")
+        if self.allreduce_dtype not in ("float32", "bfloat16", "float16"):
+            raise bad("allreduce_dtype", "float32, bfloat16 or float16")
+        for name in ("allreduce_repeats", "allreduce_iters", "finetune_timed_steps"):
+            if getattr(self, name) < 1:
+                raise bad(name, "an integer >= 1")
+        for name in ("micro_batch", "seq_len"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise bad(name, "None or an integer >= 1")
+        for name in ("allreduce_warmup", "finetune_warmup_steps"):
+            if getattr(self, name) < 0:
+                raise bad(name, "an integer >= 0")
+        for name in ("init_timeout_s", "collective_timeout_s", "grace_s"):
+            if getattr(self, name) <= 0:
+                raise bad(name, "a number of seconds > 0")
+        if self.strategy not in STRATEGIES:
+            raise bad("strategy", f"one of {STRATEGIES}")
+        if self.inject_failure is not None and self.inject_failure.split(":")[1:2] not in (
+                ["crash"], ["raise"], ["hang"]):
+            raise bad("inject_failure", "'RANK:crash|raise|hang[:init|allreduce|finetune]'")
+
+
+# CI on CPU: gloo, two ranks, tiny tensors, a few steps of the tiny preset.
+CPU_CI = MultiGpuConfig(allreduce_sizes_bytes=(4096, 1 << 16), allreduce_warmup=1, allreduce_repeats=3,
+                        allreduce_iters=2, presets=("tiny",), finetune_warmup_steps=1,
+                        finetune_timed_steps=3, micro_batch=1, seq_len=64, init_timeout_s=30.0, collective_timeout_s=30.0,
+                        grace_s=3.0)
+
+
+def config_from(profile_cfg: Any) -> MultiGpuConfig:
+    """MultiGpuConfig from A's Profile (collectives sizes/iters, finetune presets), a name or itself."""
+    if isinstance(profile_cfg, MultiGpuConfig):
+        return profile_cfg
+    if isinstance(profile_cfg, str):
+        from tasks.probe.profiles import get_profile
+
+        profile_cfg = get_profile(profile_cfg)
+    own = getattr(profile_cfg, "multi_gpu", None)
+    if isinstance(own, MultiGpuConfig):
+        return own
+    cfg = MultiGpuConfig()
+    coll = getattr(profile_cfg, "collectives", None)
+    if coll is not None:
+        cfg = replace(cfg, allreduce_sizes_bytes=tuple(int(m) << 20 for m in coll.sizes_mib),
+                      allreduce_iters=max(1, int(coll.iters) // cfg.allreduce_repeats))
+    presets = getattr(profile_cfg, "finetune_presets", None)
+    return replace(cfg, presets=tuple(presets)) if presets is not None else cfg
+
+
+def _plan(backend: str | None, nprocs: int | None) -> tuple[str, int] | str:
+    """(backend, world size), or the reason the multi-GPU probe does not apply here."""
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if backend is None:
+        if gpus < 2 and nprocs != 1:
+            return f"the multi-GPU probe needs >= 2 visible GPUs; this host has {gpus}"
+        backend = "nccl"
+    if backend not in ("nccl", "gloo"):
+        raise ValueError(f"backend = {backend!r}: expected 'nccl', 'gloo' or None (auto)")
+    n = nprocs if nprocs is not None else (gpus if backend == "nccl" else 2)
+    if n < 1 or (backend == "nccl" and n > gpus):
+        raise ValueError(f"nprocs = {n!r}: expected 1..{gpus} for nccl (visible GPUs), >= 1 for gloo")
+    return backend, n
+
+
+def _allreduce_records(result: dict, backend: str, world: int, cfg: MultiGpuConfig) -> list[dict]:
+    out = []
+    for row in result["sizes"]:
+        size = row["bytes"]
+        algbw = [size / s / 1e9 for s in row["seconds"]]
+        busbw = [allreduce_busbw_gbps(a, world) for a in algbw]
+        params = {"bytes": size, "size_mib": size / 2**20, "dtype": result["dtype"], "op": "sum",
+                  "n_gpus": world, "backend": backend, "iters": cfg.allreduce_iters,
+                  "nccl_nvls_enable": result["nccl_nvls_enable"]}
+        flags = ["cpu_gloo"] if backend == "gloo" else []
+        for metric, xs in (("algbw_gbps", algbw), ("busbw_gbps", busbw)):
+            out.append(measurement("allreduce", BENCHMARK_VERSION, metric, median(xs), "GB/s",
+                                   params=params, repeats=len(xs), spread=iqr(xs),
+                                   spread_kind="iqr", flags=flags))
+    return out
+
+
+def _finetune_record(res: dict, cfg: MultiGpuConfig, backend: str, baseline_tps: float | None) -> dict:
+    times, n = res["step_time_s"], res["n_gpus"]
+    eff = None if baseline_tps is None else res["tokens_per_s"] / (n * baseline_tps)
+    return {
+        "preset": res["preset"], "model_source": res.get("model_source", "preset"), "status": "ok",
+        "mode": res.get("mode", "full"), "precision": res.get("precision", "fp32"),
+        "device": res["device"], "n_gpus": n, "params_total": res.get("params_total"),
+        "params_trainable": res.get("params_trainable"), "seq_len": res["seq_len"],
+        "micro_batch": res["micro_batch"], "steps_warmup": cfg.finetune_warmup_steps,
+        "steps_timed": len(times), "tokens_per_s": res["tokens_per_s"], "step_time_s": times,
+        "step_time_median_s": median(times), "step_time_p10_s": percentile(times, 10),
+        "step_time_p90_s": percentile(times, 90), "build_s": res["build_s"],
+        "peak_mem_allocated_gib": res.get("peak_mem_allocated_gib"),
+        "peak_mem_reserved_gib": res.get("peak_mem_reserved_gib"),
+        "loss_first": res["loss_first"], "loss_last": res["loss_last"],
+        "scaling_efficiency": 1.0 if n == 1 else (eff if eff and eff > 0 else None),
+        "message": (f"n=1 baseline of the scaling series ({backend}, no gradient collectives)" if n == 1
+                    else f"data-parallel {res['strategy']} over {n} {backend} ranks"),
+    }
+
+
+def _failed_finetune(preset: str, n: int, backend: str, out: dict) -> dict:
+    status = "not_applicable" if out["error_kind"] == "oom" else "failed"
+    return {"preset": preset, "status": status, "mode": "full", "precision": "fp32", "seq_len": 1,
+            "device": "cuda" if backend == "nccl" else "cpu", "n_gpus": n,
+            "message": out["message"][:4000]}
+
+
+def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int | None = None,
+                  timeout_s: float) -> tuple[list[dict], list[dict], list[dict]]:
+    """(measurements, finetunes, attempts) for the all-reduce sweep and data-parallel fine-tunes.
+
+    backend None: NCCL over every visible GPU; with fewer than 2 GPUs (and nprocs not 1) the probe
+    does not apply: ([], [], [one not_applicable "allreduce" attempt]), nothing is launched.
+    backend "gloo": CPU ranks (2 unless nprocs says otherwise), for CI. nprocs=1: the n=1 baseline
+    alone, collectives skipped. `timeout_s` bounds the whole call; each launch gets what is left.
+    """
+    cfg = config_from(profile_cfg)
+    plan = _plan(backend, nprocs)
+    if isinstance(plan, str):
+        return [], [], [attempt("allreduce", 1, "not_applicable", 0.0, message=plan,
+                                started_at=iso_now())]
+    backend, world = plan
+    end = time.monotonic() + timeout_s
+    threads = max(1, (os.cpu_count() or 1) // world)  # per rank; no oversubscription of the cores
+    measurements, finetunes, attempts = [], [], []
+
+    def run(task: str, kind: str, n: int, **kw) -> dict:
+        started, t = iso_now(), time.monotonic()
+        left = end - t
+        if left <= 1.0:
+            out = {"ok": False, "error_kind": "timeout", "message": f"no time left of {timeout_s:g} s"}
+        else:
+            out = launch(kind, cfg, backend=backend, world=n, deadline_s=left, threads=threads, **kw)
+        state = "completed" if out["ok"] else ("not_applicable" if out["error_kind"] == "oom" else "failed")
+        attempts.append(attempt(task, 1, state, time.monotonic() - t, started_at=started,
+                                error_kind=None if out["ok"] else out["error_kind"],
+                                message=None if out["ok"] else out["message"]))
+        return out
+
+    if world >= 2 and cfg.allreduce:
+        out = run("allreduce", "allreduce", world)
+        if out["ok"]:
+            measurements += _allreduce_records(out["result"], backend, world, cfg)
+    elif world == 1:
+        attempts.append(attempt("allreduce", 1, "not_applicable", 0.0, started_at=iso_now(),
+                                message="world size 1: no collective to measure (n=1 baseline only)"))
+    strategy = cfg.strategy
+    for preset in cfg.presets:
+        baseline_tps = None
+        sizes = ([1] if cfg.baseline or world == 1 else []) + ([world] if world >= 2 else [])
+        for n in sizes:
+            out = run(f"finetune_ddp:{preset}:n{n}", "finetune", n, preset=preset, strategy=strategy)
+            if not out["ok"]:
+                finetunes.append(_failed_finetune(preset, n, backend, out))
+                continue
+            rec = _finetune_record(out["result"], cfg, backend, baseline_tps)
+            if n == 1:
+                baseline_tps = rec["tokens_per_s"]
+            finetunes.append(rec)
+    return measurements, finetunes, attempts

@@ -1,0 +1,131 @@
+"""Interconnect fingerprint of a multi-GPU host: NVLink links and state, P2P access, topology.
+
+    .venv/bin/python -c "from tasks.probe.interconnect import fingerprint; print(fingerprint())"
+
+Returns environment extras (a flat dict of scalars and lists of scalars, as bundle
+Environment.extra allows) for the runner to merge into environment.extra. Sources: NVML
+(nvmlDeviceGetNvLinkState/Version per link), torch.cuda.can_device_access_peer, and
+`nvidia-smi topo -m` / `nvidia-smi nvlink -s` where nvidia-smi exists. On a host without GPUs it
+returns {"interconnect": "none", "interconnect_gpu_count": 0} and runs no subprocess.
+The link codes are nvidia-smi's topology legend: X self, NV# # bonded NVLinks, PIX/PXB one/several
+PCIe bridges, PHB a host bridge, NODE within a NUMA node, SYS across the SMP interconnect.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from typing import Any
+
+NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h, 18 since Hopper; read 2026-12-02)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CTRL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _smi(args: list[str], timeout_s: float = 15.0) -> str | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def _clean(line: str) -> str:
+    return " ".join(_CTRL.sub(" ", _ANSI.sub("", line)).split())
+
+
+def parse_topo(text: str) -> tuple[list[str], dict[tuple[int, int], str]]:
+    """`nvidia-smi topo -m` -> (cleaned GPU rows, {(i, j): link code}) for GPU pairs i != j."""
+    lines = [_ANSI.sub("", ln) for ln in text.splitlines() if ln.strip()]
+    header = next((ln.split() for ln in lines if ln.split()[0] == "GPU0" and
+                   (ln[:1].isspace() or ln.split()[1:2] == ["GPU1"])), None)
+    if header is None:
+        return [], {}
+    gpu_cols = [c for c in header if re.fullmatch(r"GPU\d+", c)]
+    rows, links = [], {}
+    for ln in lines:
+        cells = ln.split()
+        if not re.fullmatch(r"GPU\d+", cells[0]) or ln[:1].isspace() or cells == header:
+            continue
+        i = int(cells[0][3:])
+        rows.append(_clean(ln)[:300])
+        for j, code in enumerate(cells[1:1 + len(gpu_cols)]):
+            if i != j:
+                links[(i, j)] = code
+    return rows, links
+
+
+def kind_of(links: dict[tuple[int, int], str]) -> str:
+    """'nvlink' when every GPU pair is NVLink-connected, 'mixed' when some are, else 'pcie'."""
+    if not links:
+        return "unknown"
+    nv = [code.startswith("NV") for code in links.values()]
+    return "nvlink" if all(nv) else ("mixed" if any(nv) else "pcie")
+
+
+def _nvlink_per_gpu() -> dict[str, Any]:
+    from tasks.probe import nvml
+
+    nv, hs = nvml._nvml(), nvml.handles()
+    if nv is None or not hs:
+        return {}
+    active, total, version = [], [], None
+    for h in hs:
+        a = t = 0
+        for link in range(NVLINK_MAX_LINKS):
+            try:
+                state = nv.nvmlDeviceGetNvLinkState(h, link)
+            except Exception:  # NotSupported past the last link (or no NVLink at all)
+                break
+            t += 1
+            a += int(state == 1)
+            if version is None and state == 1:
+                try:
+                    version = int(nv.nvmlDeviceGetNvLinkVersion(h, link))
+                except Exception:
+                    pass
+        active.append(a)
+        total.append(t)
+    return {"nvlink_active_links": active, "nvlink_links": total, "nvlink_version": version}
+
+
+def _link_gbps(text: str | None) -> float | None:
+    """Per-link speed of GPU 0 from `nvidia-smi nvlink -s` ("Link 0: 26.562 GB/s")."""
+    speeds = [float(x) for x in re.findall(r"Link \d+:\s*([0-9.]+)\s*GB/s", text or "")]
+    return speeds[0] if speeds else None
+
+
+def _p2p(n: int) -> list[str]:
+    import torch
+
+    rows = []
+    for i in range(n):
+        cells = ["X" if i == j else ("Y" if torch.cuda.can_device_access_peer(i, j) else "N")
+                 for j in range(n)]
+        rows.append(f"GPU{i} " + " ".join(cells))
+    return rows
+
+
+def fingerprint() -> dict[str, Any]:
+    """Environment extras describing how the visible GPUs talk to each other."""
+    import torch
+
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    out: dict[str, Any] = {"interconnect": "none", "interconnect_gpu_count": n}
+    if n == 0:
+        return out
+    out["p2p_matrix"] = _p2p(n)
+    out["p2p_all"] = all("N" not in row.split()[1:] for row in out["p2p_matrix"])
+    out.update(_nvlink_per_gpu())
+    topo = _smi(["topo", "-m"])
+    rows, links = parse_topo(topo or "")
+    out["topology_matrix"] = rows
+    out["gpu_links"] = [f"{i}-{j}:{code}" for (i, j), code in sorted(links.items()) if i < j]
+    out["interconnect"] = kind_of(links) if n > 1 else "single_gpu"
+    if out.get("nvlink_active_links") and max(out["nvlink_active_links"]) > 0:
+        out["nvlink_link_gbps"] = _link_gbps(_smi(["nvlink", "-s", "-i", "0"]))
+    return {k: v for k, v in out.items() if v is not None and v != []}

@@ -1,0 +1,211 @@
+"""Multi-GPU probe on CPU: real gloo ranks launched by run_multi_gpu, results validated as bundles.
+
+    .venv/bin/pytest -q tests/test_distributed.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import pytest
+import torch
+
+from tasks.bundle import Environment, parse_bundle
+from tasks.canonical import canonical_json
+from tasks.probe import distributed, interconnect
+from tasks.probe.distributed import CPU_CI, MultiGpuConfig, allreduce_busbw_gbps, run_multi_gpu
+from tasks.probe.profiles import get_profile
+from tests.factories import bundle_doc
+
+ALLREDUCE_ONLY = dataclasses.replace(CPU_CI, presets=())  # failure tests: no model, fast ranks
+
+
+def as_bundle(measurements, finetunes, attempts, extra=None):
+    """Seal the probe's records into a bundle and validate it exactly as the warehouse will."""
+    env = {"hostname": "ci", "gpu_count": 0, "source": "none", "extra": extra or {}}
+    doc = bundle_doc(measurements=measurements, finetune=finetunes, attempts=attempts, environment=env)
+    return parse_bundle(canonical_json(doc))
+
+
+def assert_reaped(pids):
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("n, factor", [(1, 0.0), (2, 1.0), (4, 1.5), (8, 1.75)])
+def test_busbw_is_nccl_tests_ring_factor(n, factor):
+    assert allreduce_busbw_gbps(100.0, n) == pytest.approx(100.0 * factor)
+
+
+def test_busbw_rejects_zero_ranks():
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        allreduce_busbw_gbps(1.0, 0)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("allreduce_sizes_bytes", ()), ("allreduce_dtype", "int8"), ("allreduce_repeats", 0),
+    ("finetune_warmup_steps", -1), ("collective_timeout_s", 0), ("strategy", "zero3"),
+    ("micro_batch", 0), ("inject_failure", "1:explode"),
+])
+def test_config_names_the_bad_field(field, value):
+    with pytest.raises(ValueError, match=f"MultiGpuConfig.{field} = "):
+        MultiGpuConfig(**{field: value})
+
+
+def test_config_follows_the_probe_profile():
+    cfg = distributed.config_from("standard")
+    prof = get_profile("standard")
+    assert cfg.allreduce_sizes_bytes == tuple(m << 20 for m in prof.collectives.sizes_mib)
+    assert cfg.presets == prof.finetune_presets == ("1b",)
+    assert distributed.config_from(CPU_CI) is CPU_CI
+
+
+def test_fewer_than_two_gpus_is_not_applicable_and_launches_nothing(monkeypatch):
+    def no_launch(*a, **k):
+        raise AssertionError("nothing may be launched without 2 GPUs")
+
+    monkeypatch.setattr(distributed, "launch", no_launch)
+    for gpus in (0, 1):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda g=gpus: g > 0)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda g=gpus: g)
+        t = time.monotonic()
+        m, f, a = run_multi_gpu("standard", timeout_s=60)
+        assert time.monotonic() - t < 1.0
+        assert (m, f) == ([], [])
+        assert [(x["task"], x["state"]) for x in a] == [("allreduce", "not_applicable")]
+        assert f"this host has {gpus}" in a[0]["message"]
+        as_bundle(m, f, a)
+
+
+def test_nccl_beyond_visible_gpus_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="nprocs = 4"):
+        run_multi_gpu(CPU_CI, backend="nccl", nprocs=4, timeout_s=10)
+
+
+@pytest.fixture(scope="module")
+def gloo_run():
+    """One real run: all-reduce sweep on 2 ranks, the tiny preset at n=1 and n=2 (DDP)."""
+    old = os.environ.get("NCCL_NVLS_ENABLE")
+    os.environ["NCCL_NVLS_ENABLE"] = "1"  # the launcher must override an inherited value
+    try:
+        return run_multi_gpu(CPU_CI, backend="gloo", nprocs=2, timeout_s=180)
+    finally:
+        os.environ.pop("NCCL_NVLS_ENABLE") if old is None else os.environ.update(NCCL_NVLS_ENABLE=old)
+
+
+def test_gloo_sweep_gives_algbw_and_busbw_per_size(gloo_run):
+    measurements, _, attempts = gloo_run
+    assert attempts[0]["task"] == "allreduce" and attempts[0]["state"] == "completed"
+    by = {(m["params"]["bytes"], m["metric"]): m for m in measurements}
+    assert sorted({b for b, _ in by}) == list(CPU_CI.allreduce_sizes_bytes)
+    for size in CPU_CI.allreduce_sizes_bytes:
+        alg, bus = by[(size, "algbw_gbps")], by[(size, "busbw_gbps")]
+        assert alg["value"] > 0 and alg["unit"] == "GB/s" and alg["repeats"] == CPU_CI.allreduce_repeats
+        assert bus["value"] == pytest.approx(alg["value"] * 2 * (2 - 1) / 2)
+        assert bus["params"]["n_gpus"] == 2 and bus["params"]["backend"] == "gloo"
+        assert bus["params"]["nccl_nvls_enable"] == "0"  # what each rank saw, despite the parent's "1"
+        assert "cpu_gloo" in bus["flags"]
+
+
+def test_gloo_ddp_scaling_efficiency(gloo_run):
+    _, finetunes, attempts = gloo_run
+    one, two = sorted(finetunes, key=lambda f: f["n_gpus"])
+    assert (one["n_gpus"], two["n_gpus"]) == (1, 2) and one["preset"] == two["preset"] == "tiny"
+    assert one["status"] == two["status"] == "ok"
+    assert two["scaling_efficiency"] == pytest.approx(two["tokens_per_s"] / (2 * one["tokens_per_s"]))
+    assert one["scaling_efficiency"] == 1.0
+    for f in (one, two):
+        assert f["steps_timed"] == len(f["step_time_s"]) == CPU_CI.finetune_timed_steps
+        assert f["tokens_per_s"] == pytest.approx(
+            f["n_gpus"] * f["micro_batch"] * f["seq_len"] / f["step_time_median_s"])
+        assert f["loss_last"] < f["loss_first"]  # the model really trains
+    assert [a["state"] for a in attempts[1:]] == ["completed", "completed"]
+
+
+def test_gloo_run_is_a_valid_bundle(gloo_run):
+    bundle = as_bundle(*gloo_run, extra=interconnect.fingerprint())
+    assert {f.n_gpus for f in bundle.finetune} == {1, 2}
+    assert any(m.metric == "busbw_gbps" for m in bundle.measurements)
+
+
+def test_crashing_rank_is_a_failed_attempt_not_a_hang():
+    cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:crash")
+    t = time.monotonic()
+    m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
+    assert time.monotonic() - t < 30
+    assert m == [] and f == []
+    (att,) = a
+    assert (att["state"], att["error_kind"]) == ("failed", "crash")
+    assert "rank 1 failed first" in att["message"] and "exited with code 13" in att["message"]
+    as_bundle(m, f, a)
+
+
+def test_hung_rank_hits_the_collective_timeout_and_is_killed(monkeypatch):
+    cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:hang", collective_timeout_s=2.0,
+                              grace_s=1.0)
+    pids = []
+    real = distributed.launch
+    monkeypatch.setattr(distributed, "launch", lambda *a, **k: pids.extend((r := real(*a, **k))["pids"]) or r)
+    m, _, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
+    assert m == [] and (a[0]["state"], a[0]["error_kind"]) == ("failed", "timeout")
+    assert "rank 0 failed first; rank 0: timeout" in a[0]["message"]
+    assert "rank 1: killed by the launcher (1 s grace)" in a[0]["message"]
+    assert_reaped(pids)
+
+
+def test_launch_deadline_kills_every_rank():
+    cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:hang", collective_timeout_s=120.0)
+    t = time.monotonic()
+    out = distributed.launch("allreduce", cfg, backend="gloo", world=2, deadline_s=4.0)
+    assert time.monotonic() - t < 15
+    assert out["ok"] is False and out["error_kind"] == "timeout"
+    assert "exceeded its 4 s deadline" in out["message"] and out["message"].count("killed") == 2
+    assert_reaped(out["pids"])
+
+
+def test_failing_ddp_rank_gives_a_failed_finetune_record():
+    cfg = dataclasses.replace(CPU_CI, inject_failure="0:raise:finetune", baseline=False, allreduce=False)
+    m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=90)
+    assert m == [] and [(x["task"], x["state"]) for x in a] == [("finetune_ddp:tiny:n2", "failed")]
+    (rec,) = f
+    assert (rec["status"], rec["n_gpus"], rec["preset"]) == ("failed", 2, "tiny")
+    assert "injected failure" in rec["message"]
+    as_bundle(m, f, a)
+
+
+def test_interconnect_fingerprint_without_gpus_is_valid_extra():
+    fp = interconnect.fingerprint()
+    assert fp == {"interconnect": "none", "interconnect_gpu_count": 0}
+    Environment(extra=fp)
+
+
+TOPO = ("\t\x1b[4mGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+        "GPU0\t X \tNV18\tSYS\t0-47\t0\t\tN/A\nGPU1\tNV18\t X \tSYS\t0-47\t0\t\tN/A\n"
+        "NIC0\tSYS\tSYS\t X \t\t\t\t\n\nLegend:\n\n  X    = Self\n")
+
+
+@pytest.mark.parametrize("text, kind", [
+    (TOPO, "nvlink"), (TOPO.replace("NV18", "PHB"), "pcie"),
+    (TOPO.replace("\t X \tNV18", "\t X \tSYS", 1), "mixed"), ("", "unknown"),
+])
+def test_topology_parse(text, kind):
+    rows, links = interconnect.parse_topo(text)
+    assert interconnect.kind_of(links) == kind
+    if text:
+        assert rows[0].startswith("GPU0 X") and len(rows) == 2
+        Environment(extra={"topology_matrix": rows})
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs >= 2 CUDA GPUs")
+def test_nccl_two_gpus_end_to_end():
+    cfg = dataclasses.replace(CPU_CI, allreduce_sizes_bytes=(1 << 20, 1 << 26))
+    m, f, a = run_multi_gpu(cfg, timeout_s=300)
+    assert all(x["state"] == "completed" for x in a), a
+    assert {x["params"]["backend"] for x in m} == {"nccl"}
+    as_bundle(m, f, a, extra=interconnect.fingerprint())
