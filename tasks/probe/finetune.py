@@ -1,0 +1,357 @@
+"""The short fine-tune benchmark: presets x (auto micro-batch, precision, compile) -> bundle records.
+
+    .venv/bin/python -c "from tasks.probe.finetune import run_finetunes; print(run_finetunes(['tiny'], device='cpu', sampler=None, budget_s=60, options={'steps': 8})[0][0]['tokens_per_s'])"
+
+Entry point for A's runner:
+    run_finetunes(presets, *, device, sampler, budget_s, options=None) -> (finetunes, attempts)
+Each try of each preset is one attempt (task "finetune:<preset>"). On CUDA OOM the micro-batch
+halves and the run is retried (a failed attempt, error_kind "oom": the cost model's rerun signal).
+If even micro-batch 1 (with activation checkpointing) does not fit, the preset is "not_applicable"
+and its OOM tries are recorded with that state: a card too small is not an unreliable card.
+Other failures are classified cuda_error / timeout / crash (NaN loss: failed, error_kind "other").
+`options` keys: see FinetuneOptions (the CLI's --model, --tokenizer, --data map onto them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from tasks.probe import data as fdata
+from tasks.probe import presets as fpresets
+from tasks.probe.finetune_record import base_record, closed
+from tasks.probe.flops import flops_per_token, mfu
+from tasks.probe.steady import SteadyRule
+from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
+                               make_scaler, make_step, timed_phase)
+
+MIN_ENERGY_WINDOW_S = 3.0  # issue 4: energy over "a window of several seconds"; shorter -> NULL
+TARGET_TOKENS_PER_STEP = 8192  # below this the GPU idles between kernels: worth checkpointing instead
+MEMORY_HEADROOM = 0.85  # of free memory the first guess may plan to use (fragmentation, workspaces)
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """Per-run knobs; every field has a default so a profile name alone reproduces a run."""
+
+    model: str | None = None  # --model: local HF checkpoint dir replacing random init (production path)
+    tokenizer: str | None = None  # --tokenizer: local tokenizer dir; None = the model's, else bytes
+    data: str | None = None  # --data: Alpaca JSONL; None = the shipped generated sample
+    compile: bool | None = None  # torch.compile; None = the preset's default
+    precision: str | None = None  # "bf16" | "fp16" | "fp32"; None = what the GPU supports (recorded)
+    activation_checkpointing: bool | None = None  # None = decided from the memory estimate
+    micro_batch: int | None = None  # None = auto (guess from memory, halve on OOM)
+    steps: int | None = None  # fixed timed steps (quick profile); None = the steady-state rule
+    warmup_steps: int = 3  # untimed: first step compiles, the next ones settle the allocator
+    steady: SteadyRule = field(default_factory=SteadyRule)  # issue 10.3 stop rule
+    peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/specs.py)
+    num_workers: int = 2  # DataLoader workers: real fine-tunes feed from worker processes
+    memory_fraction: float | None = None  # CUDA: cap the allocator to simulate a smaller card
+    inject_oom_above: int | None = None  # tests: raise OutOfMemoryError above this micro-batch
+    seed: int = 0  # init and data order
+
+    def __post_init__(self):
+        for name in ("micro_batch", "steps", "inject_oom_above"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"finetune option {name} = {v!r}: expected an integer >= 1")
+        if self.warmup_steps < 1:
+            raise ValueError(f"finetune option warmup_steps = {self.warmup_steps!r}: expected >= 1")
+        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
+            raise ValueError(f"finetune option memory_fraction = {self.memory_fraction!r}: expected (0, 1]")
+        if self.precision not in (None, "bf16", "fp16", "fp32"):
+            raise ValueError(f"finetune option precision = {self.precision!r}: expected bf16, fp16 or fp32")
+        if self.peak_tflops is not None and not self.peak_tflops > 0:
+            raise ValueError(f"finetune option peak_tflops = {self.peak_tflops!r}: expected > 0")
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "FinetuneOptions":
+        d = dict(d or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown finetune option(s) {unknown}; expected some of {sorted(known)}")
+        if isinstance(d.get("steady"), dict):
+            d["steady"] = SteadyRule(**d["steady"])
+        return cls(**d)
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(attempt state, error_kind) for an exception raised by one try."""
+    chain, e = [], exc
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    if any(isinstance(x, torch.OutOfMemoryError) or "out of memory" in str(x).lower() for x in chain):
+        return "failed", "oom"
+    if isinstance(exc, ProbeTimeout):
+        return "failed", "timeout"
+    if isinstance(exc, NonFiniteLoss):
+        return "failed", "other"
+    accel = getattr(torch, "AcceleratorError", ())
+    if any((accel and isinstance(x, accel)) or "CUDA error" in str(x) or "CUBLAS_STATUS" in str(x)
+           for x in chain):
+        return "failed", "cuda_error"
+    return "crashed", "crash"
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def _peak(device: torch.device, precision: str, opts: FinetuneOptions) -> float | None:
+    if opts.peak_tflops is not None:
+        return opts.peak_tflops
+    if device.type != "cuda":
+        return None  # no catalog peak for CPUs: MFU stays NULL
+    from tasks.probe import specs
+
+    return specs.lookup(torch.cuda.get_device_name(device)).peak_tflops(precision)
+
+
+def plan(p: fpresets.Preset, precision: str, device: torch.device, opts: FinetuneOptions):
+    """(activation_checkpointing, first micro-batch), or None when even micro-batch 1 cannot fit."""
+    ckpt_opt = opts.activation_checkpointing
+    if opts.micro_batch is not None:
+        return bool(ckpt_opt), opts.micro_batch
+    if device.type != "cuda":
+        return bool(ckpt_opt), p.micro_batch_max
+    free, total = torch.cuda.mem_get_info(device)
+    if opts.memory_fraction is not None:
+        total = total * opts.memory_fraction
+        free = min(free, total)
+    budget = free * MEMORY_HEADROOM
+
+    def fit(ckpt: bool) -> int:
+        mb = 1 << int(math.log2(p.micro_batch_max))
+        while mb >= 1 and fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ckpt) > budget:
+            mb //= 2
+        return mb
+
+    if ckpt_opt is not None:
+        mb = fit(ckpt_opt)
+    else:
+        plain, ckpt = fit(False), fit(True)
+        want = min(p.micro_batch_max, max(1, TARGET_TOKENS_PER_STEP // p.seq_len))
+        ckpt_opt, mb = (False, plain) if plain >= want or ckpt <= plain else (True, ckpt)
+    if mb >= 1:
+        return ckpt_opt, mb
+    ckpt_opt = True if opts.activation_checkpointing is None else ckpt_opt
+    if fpresets.estimate_bytes(p, 1, precision=precision, checkpointing=ckpt_opt) > total:
+        return None  # clearly too big for this card: do not even try
+    return ckpt_opt, 1
+
+
+def _release() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    try:
+        torch._dynamo.reset()
+    except Exception:
+        pass
+
+
+def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadline, opts) -> dict:
+    """One try: build, warm up (compile), timed phase. Returns the measured fields."""
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision, activation_checkpointing=ckpt,
+                                             model_path=opts.model, seed=opts.seed)
+    optimizer = make_optimizer(model, p.lr, device.type)
+    runner = torch.compile(model, dynamic=False) if compile_ else model
+    step = make_step(runner, optimizer, precision=precision, device=str(device),
+                     scaler=make_scaler(precision, device.type))
+    if opts.inject_oom_above is not None and mb > opts.inject_oom_above:
+        def step(batch, _limit=opts.inject_oom_above):  # noqa: F811 - fault injection for tests
+            raise torch.OutOfMemoryError(f"injected: micro-batch {batch.shape[0]} > {_limit}")
+    loader = fdata.make_loader(blocks, mb, num_samples=mb * 1_000_000, pin_memory=cuda,
+                               num_workers=opts.num_workers, seed=opts.seed)
+    it = iter(loader)
+    tokens_per_step = mb * p.seq_len
+    try:
+        t0 = time.perf_counter()
+        warm_losses = []
+        for _ in range(opts.warmup_steps):
+            warm_losses.append(step(next(it)))
+            if time.perf_counter() > deadline:
+                raise ProbeTimeout("warm-up passed the fine-tune budget")
+        if cuda:
+            torch.cuda.synchronize(device)
+        warm_s = time.perf_counter() - t0
+        if sampler is not None:
+            sampler.set_phase(f"finetune:{p.name}")
+        window = sampler.window() if sampler is not None else None
+        if window is not None:
+            window.__enter__()
+        try:
+            res = timed_phase(step, lambda: next(it), tokens_per_step=tokens_per_step, device=str(device),
+                              rule=None if opts.steps else opts.steady, fixed_steps=opts.steps,
+                              deadline=deadline)
+        finally:
+            if window is not None:
+                window.__exit__(None, None, None)
+    finally:
+        del it, loader
+    first = float(warm_losses[0])
+    if not math.isfinite(first):
+        raise NonFiniteLoss("loss became NaN/Inf in warm-up")
+    med = statistics.median(res["step_time_s"])
+    tps = tokens_per_step / med
+    fpt = flops_per_token(mode=p.mode if p.mode != "qlora" else "lora", n_non_embedding=meta["params_non_embedding"],
+                          n_layers=cfg.num_hidden_layers, hidden=cfg.hidden_size, seq_len=p.seq_len,
+                          n_lora=meta["params_lora"])
+    peak = _peak(device, precision, opts)
+    timed_tokens = tokens_per_step * len(res["step_time_s"])
+    energy = None
+    if window is not None and window.duration_s >= MIN_ENERGY_WINDOW_S:
+        energy = window.energy_j()
+    tail = res["losses"][-3:]
+    out = {
+        "model_source": meta["model_source"], "params_total": meta["params_total"],
+        "params_trainable": meta["params_trainable"], "params_non_embedding": meta["params_non_embedding"],
+        "steps_warmup": opts.warmup_steps, "steps_timed": len(res["step_time_s"]),
+        "tokens_per_s": tps, "step_time_s": res["step_time_s"], "step_time_median_s": med,
+        "step_time_p10_s": _quantile(res["step_time_s"], 0.1), "step_time_p90_s": _quantile(res["step_time_s"], 0.9),
+        "window_tokens_per_s": res["window_tokens_per_s"], "steady": res["steady"],
+        "compile_s": max(0.0, warm_s - opts.warmup_steps * med) if compile_ else None,
+        "build_s": meta["build_s"], "flops_per_token": fpt, "peak_tflops": peak, "mfu": mfu(tps, fpt, peak),
+        "peak_mem_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None,
+        "peak_mem_reserved_gib": torch.cuda.max_memory_reserved(device) / 2**30 if cuda else None,
+        "energy_j": energy, "j_per_token": energy / timed_tokens if energy is not None else None,
+        "kwh_per_mtok": energy / timed_tokens * 1e6 / 3.6e6 if energy is not None else None,
+        "loss_first": first, "loss_last": sum(tail) / len(tail),
+        "conditions": window.conditions() if window is not None else None,
+    }
+    del model, optimizer, runner, step
+    return out
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def run_preset(name: str, *, device: str, sampler, deadline: float, opts: FinetuneOptions, records):
+    """All tries of one preset -> (finetune record, attempts)."""
+    p = fpresets.get_preset(name)
+    if opts.model:
+        p = fpresets.preset_for_model(p, opts.model)
+    dev = torch.device(device)
+    cap = torch.cuda.get_device_capability(dev) if dev.type == "cuda" else None
+    precision, note = choose_precision(dev.type, cap)
+    if opts.precision is not None and opts.precision != precision:
+        precision, note = opts.precision, f"{opts.precision} (forced by option; the GPU's own choice: {note})"
+    compile_ = p.compile if opts.compile is None else opts.compile
+    rec = base_record(p, dev, precision, compile_)
+    task = f"finetune:{name}"
+    missing = [m for m in p.needs if not _importable(m)]
+    if missing or p.mode == "qlora":
+        why = f"needs {', '.join(missing)} (not installed)" if missing else "qlora path not implemented"
+        return closed(rec, "skipped", why), [_att(task, 1, "skipped", None, why, 0.0, _now())]
+    if time.perf_counter() > deadline:
+        return closed(rec, "skipped", "no fine-tune budget left"), [
+            _att(task, 1, "skipped", None, "no fine-tune budget left", 0.0, _now())]
+    if dev.type == "cuda" and opts.memory_fraction is not None:
+        torch.cuda.set_per_process_memory_fraction(opts.memory_fraction, dev)
+    tok = fdata.load_tokenizer(opts.tokenizer or fpresets.tokenizer_dir(opts.model))
+    if len(tok) > p.vocab:
+        raise fdata.DataError(f"tokenizer has {len(tok)} tokens but preset {name} has vocab {p.vocab}")
+    blocks = fdata.pack(records, tok, p.seq_len, min_blocks=p.micro_batch_max)
+    planned = plan(p, precision, dev, opts)
+    if planned is None:
+        why = f"does not fit: estimated memory at micro-batch 1 exceeds the card ({note})"
+        return closed(rec, "not_applicable", why), [_att(task, 1, "not_applicable", None, why, 0.0, _now())]
+    ckpt, mb = planned
+    attempts, n = [], 0
+    while True:
+        n += 1
+        started, t0 = _now(), time.perf_counter()
+        rec.update(micro_batch=mb, activation_checkpointing=ckpt)
+        failure = None
+        try:
+            out = _attempt(p, blocks, device=dev, precision=precision, ckpt=ckpt, mb=mb, compile_=compile_,
+                           sampler=sampler, deadline=deadline, opts=opts)
+        except Exception as exc:  # classified below: every try is an attempt
+            state, kind = classify(exc)
+            failure = (state, kind, f"{kind} at micro-batch {mb}{' + checkpointing' if ckpt else ''}: {exc}"[:4000])
+        _release()  # outside the except block: the traceback no longer pins the model's memory
+        if failure is not None:
+            state, kind, msg = failure
+            attempts.append(_att(task, n, state, kind, msg, time.perf_counter() - t0, started))
+            if kind != "oom":
+                return closed(rec, "failed", msg), attempts
+            if mb > 1:
+                mb //= 2
+                continue
+            if not ckpt and opts.activation_checkpointing is None:
+                ckpt, mb = True, p.micro_batch_max
+                continue
+            for a in attempts:
+                a["state"] = "not_applicable"  # nothing fits: the card is too small, not unreliable
+            return closed(rec, "not_applicable", f"does not fit at micro-batch 1 ({note}): {msg}"[:4000]), attempts
+        rec.update(out)
+        decreased = out["loss_last"] < out["loss_first"]
+        if not decreased:
+            msg = f"loss did not decrease ({out['loss_first']:.4f} -> {out['loss_last']:.4f})"
+            attempts.append(_att(task, n, "failed", "other", msg, time.perf_counter() - t0, started))
+            return closed(rec, "failed", msg), attempts
+        attempts.append(_att(task, n, "completed", None, None, time.perf_counter() - t0, started))
+        status = "unstable" if out["steady"] is False else "ok"
+        return closed(rec, status, note), attempts
+
+
+def _att(task, n, state, kind, message, duration_s, started_at) -> dict:
+    return {"task": task, "attempt": n, "state": state, "error_kind": kind, "message": message,
+            "duration_s": max(0.0, duration_s), "started_at": started_at}
+
+
+def _importable(mod: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(mod) is not None
+
+
+def run_finetunes(presets: list[str], *, device: str, sampler, budget_s: float,
+                  options: dict | None = None) -> tuple[list[dict], list[dict]]:
+    """Run each preset in turn within budget_s; returns (finetune records, attempt dicts).
+
+    Raises ValueError/DataError (a person's mistake: bad option, --data, --tokenizer) before any run."""
+    opts = FinetuneOptions.from_dict(options)
+    for name in presets:
+        fpresets.get_preset(name)
+    records = fdata.read_alpaca(opts.data or fdata.SAMPLE_PATH)
+    if opts.model and not Path(opts.model).is_dir():
+        raise fdata.DataError(f"{opts.model}: --model must be a local Hugging Face checkpoint directory")
+    deadline = time.perf_counter() + budget_s
+    finetunes, attempts = [], []
+    broken = None
+    for name in presets:
+        if broken:
+            p = fpresets.get_preset(name)
+            rec = closed(base_record(p, torch.device(device), "bf16", False), "skipped", broken)
+            finetunes.append(rec)
+            attempts.append(_att(f"finetune:{name}", 1, "skipped", None, broken, 0.0, _now()))
+            continue
+        try:
+            rec, atts = run_preset(name, device=device, sampler=sampler, deadline=deadline, opts=opts,
+                                   records=records)
+        finally:
+            if opts.memory_fraction is not None and torch.device(device).type == "cuda":
+                torch.cuda.set_per_process_memory_fraction(1.0, torch.device(device))
+        finetunes.append(rec)
+        attempts.extend(atts)
+        if any(a["error_kind"] == "cuda_error" for a in atts):
+            broken = f"skipped: the CUDA context is unusable after a cuda_error in {name}"
+    return finetunes, attempts

@@ -1,0 +1,78 @@
+"""Steady-state rule for the fine-tune's timed window (issue 10, item 3). Pure functions, no torch.
+
+    .venv/bin/pytest -q tests/test_finetune_steady.py
+
+The timed phase is cut into windows of a few seconds; each window's tokens/s is kept in the bundle
+(Finetune.window_tokens_per_s) so anyone can re-check. The run has settled when the mean tokens/s
+of the last third of the windows is within `tolerance` (1%) of the middle third's; the first third
+absorbs any ramp (clocks, allocator, power cap). The window keeps going until it has settled (after
+`min_windows` and `min_s`) or until `max_s` (>= 60 s in `standard`); a run that reaches `max_s`
+unsettled is "unstable": flagged, never silently averaged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SteadyRule:
+    """When the timed window of one fine-tune may stop."""
+
+    window_s: float = 4.0  # one window's length: several optimizer steps of a 1B model on a big GPU
+    min_windows: int = 6  # thirds of 2 windows each: one noisy window cannot decide alone
+    min_s: float = 0.0  # lower bound on the timed phase; profiles may demand a long run regardless
+    max_s: float = 60.0  # issue 10: the timed window lasts >= 60 s unless it settles first
+    tolerance: float = 0.01  # issue 10: last third within 1% of the middle third
+
+    def __post_init__(self) -> None:
+        if self.window_s <= 0:
+            raise ValueError(f"SteadyRule.window_s must be > 0, got {self.window_s}")
+        if self.min_windows < 3:
+            raise ValueError(f"SteadyRule.min_windows must be >= 3 (three thirds), got {self.min_windows}")
+        if not 0 < self.tolerance < 1:
+            raise ValueError(f"SteadyRule.tolerance must be in (0, 1), got {self.tolerance}")
+        if self.max_s < self.min_s or self.max_s <= 0:
+            raise ValueError(f"SteadyRule.max_s must be > 0 and >= min_s, got {self.max_s}")
+
+
+def thirds_gap(windows: list[float]) -> float | None:
+    """|mean(last third) - mean(middle third)| / mean(middle third); None below 3 windows."""
+    k = len(windows) // 3
+    if k == 0:
+        return None
+    last = windows[-k:]
+    middle = windows[-2 * k : -k]
+    m_mid = sum(middle) / k
+    m_last = sum(last) / k
+    if m_mid <= 0:
+        return None
+    return abs(m_last - m_mid) / m_mid
+
+
+def is_settled(windows: list[float], rule: SteadyRule = SteadyRule()) -> bool:
+    """True when there are enough windows and the last third is within tolerance of the middle."""
+    if len(windows) < rule.min_windows:
+        return False
+    gap = thirds_gap(windows)
+    return gap is not None and gap <= rule.tolerance
+
+
+def should_stop(windows: list[float], elapsed_s: float, rule: SteadyRule = SteadyRule()) -> tuple[bool, bool]:
+    """(stop, steady) after a window closes: stop once settled past min_s, or at max_s regardless."""
+    settled = is_settled(windows, rule)
+    if settled and elapsed_s >= rule.min_s:
+        return True, True
+    if elapsed_s >= rule.max_s:
+        return True, settled
+    return False, False
+
+
+def spread(windows: list[float]) -> float | None:
+    """(max - min) / median of the window throughputs: the figure the acceptance bounds at 1%."""
+    if not windows:
+        return None
+    s = sorted(windows)
+    n = len(s)
+    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return (s[-1] - s[0]) / med if med > 0 else None
