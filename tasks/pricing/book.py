@@ -180,8 +180,13 @@ def import_rows(con: duckdb.DuckDBPyConnection, rows: list[PriceRow], *, source_
                          counts["closed"])
 
 
-def import_source(con: duckdb.DuckDBPyConnection, source, fetched_at: datetime | None = None) -> ImportSummary:
-    """Fetch a PriceSource and land its rows."""
-    rows = source.fetch()
+def import_fetched(con: duckdb.DuckDBPyConnection, source, rows: list[PriceRow],
+                   fetched_at: datetime | None = None) -> ImportSummary:
+    """Land rows already fetched from `source` (fetch first, then take the warehouse lock briefly)."""
     when = fetched_at or (max(r.fetched_at for r in rows) if rows else datetime.now(timezone.utc))
     return import_rows(con, rows, source_kind=source.name, source=source.location, fetched_at=when)
+
+
+def import_source(con: duckdb.DuckDBPyConnection, source, fetched_at: datetime | None = None) -> ImportSummary:
+    """Fetch a PriceSource and land its rows."""
+    return import_fetched(con, source, source.fetch(), fetched_at)

@@ -33,3 +33,10 @@ def build_source(name: str, client: HttpClient, fetched_at: datetime | None = No
     if name not in RECIPES:
         raise PriceError(f"--source {name!r}: unknown price source; expected one of {sorted(RECIPES)}")
     return RECIPES[name](client, fetched_at)
+
+
+def refresh(con, name: str, client: HttpClient, fetched_at: datetime | None = None):
+    """Fetch the named source through `client` and land it (tasks.pricing.book.import_source)."""
+    from tasks.pricing.book import import_source
+
+    return import_source(con, build_source(name, client, fetched_at), fetched_at)

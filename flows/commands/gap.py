@@ -1,0 +1,156 @@
+"""`costgap gap A B` and `costgap targets`: the cost model from the command line.
+
+    costgap targets --window 30d
+    costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
+    costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
+
+`gap` prints both costs per 1M tokens, the gap with its 90% interval, and the price, throughput and
+reliability terms, which sum exactly to ln(C_A/C_B); then the significant throughput shifts at
+environment changes for either target. `--json` prints the same dict as tasks.cost.gap.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Optional
+
+import typer
+
+from flows.errors import UserError
+from flows.settings import warehouse_path
+
+WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
+BILLING_HELP = "on_demand | monthly | yearly | spot, or 'target' for each target's own billing_mode."
+
+
+def parse_window(text: str) -> float:
+    """'30d' -> 30.0 days, '2w' -> 14.0; a bare number is days."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dw]?)\s*", text or "")
+    if not m or float(m.group(1)) <= 0:
+        raise UserError(f"--window {text!r}: expected a positive number of days like 30d or 2w")
+    return float(m.group(1)) * (7 if m.group(2) == "w" else 1)
+
+
+def _range(text: str, name: str) -> tuple[datetime, datetime]:
+    from tasks.pricing.base import utc
+
+    parts = (text or "").split("..")
+    if len(parts) != 2:
+        raise UserError(f"{name} {text!r}: expected START..END, e.g. 2026-10-01..2026-10-31")
+    start, end = (utc(p, where=name, field=name) for p in parts)
+    if end <= start:
+        raise UserError(f"{name} {text!r}: END must be after START")
+    return start, end
+
+
+def _billing(text: str) -> Optional[str]:
+    return None if text == "target" else text
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def _show_gap(res: dict) -> None:
+    a, b = res["components"]["a"], res["components"]["b"]
+    cur = res["currency"]
+    typer.echo(f"gap {res['a']} vs {res['b']}  preset {res['preset']}  billing {res['billing'] or 'per target'}  "
+               f"window {res['window']['start'][:10]}..{res['window']['end'][:10]}")
+    for name, c in ((res["a"], a), (res["b"], b)):
+        stale = f"  [price STALE: last confirmed {c['price_age_days']:.0f} d ago]" if c["price_stale"] else ""
+        typer.echo(f"  {name}: {c['cost_per_mtok']:.6g} {cur}/1M tokens (90% {c['cost_lo']:.4g}..{c['cost_hi']:.4g})"
+                   f"  P {c['price_per_hour']:.4g} {cur}/h  X {c['tokens_per_s']:.6g} tokens/s ({c['runs']} runs)"
+                   f"  p {c['p']:.4f} ({c['failed_attempts']}/{c['attempts']})  R {c['R']:.4f}{stale}")
+    typer.echo(f"  gap C_A/C_B - 1 = {_pct(res['gap'])}  (90% {_pct(res['gap_lo'])}..{_pct(res['gap_hi'])})")
+    t = res["terms"]
+    typer.echo(f"  ln(C_A/C_B) = {res['ln_ratio']:.6f} = price {t['price']:.6f} + throughput {t['throughput']:.6f}"
+               f" + reliability {t['reliability']:.6f}")
+    for ch in res.get("changes", []):
+        typer.echo(f"  change: {ch['summary']}")
+
+
+def gap_cmd(
+    a: str = typer.Argument(..., help="Target A (the one whose gap is reported)."),
+    b: str = typer.Argument(..., help="Target B (the reference)."),
+    window: str = typer.Option("30d", "--window", help="Trailing window: 30d, 2w, ..."),
+    billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
+    currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
+    f: float = typer.Option(0.5, "--f", help="Fraction of an attempt's work lost per failure (c/2 with "
+                            "checkpoints every c of the job)."),
+    preset: Optional[str] = typer.Option(None, "--preset", help="Workload preset (default: the shared one with "
+                                         "the most runs)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="End of the window (default: now)."),
+    between: Optional[str] = typer.Option(None, "--between", help="Window 1 START..END: with --and, splits the "
+                                          "change of the gap between two windows."),
+    and_: Optional[str] = typer.Option(None, "--and", help="Window 2 START..END (with --between)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
+) -> None:
+    """Effective cost per 1M tokens of A and B, the gap, its interval, and what it is made of."""
+    from tasks import cost
+    from tasks.pricing.base import utc
+    from warehouse.db import reading
+
+    with reading(warehouse_path(warehouse)) as con:
+        if between or and_:
+            if not (between and and_):
+                raise UserError("--between and --and: give both windows, e.g. --between 2026-10-01..2026-10-31 "
+                                "--and 2026-11-01..2026-11-30")
+            res = cost.gap_between_windows(con, a, b, _range(between, "--between"), _range(and_, "--and"),
+                                           billing=_billing(billing), currency=currency, f=f, preset=preset)
+        else:
+            end = utc(as_of, where="--as-of", field="as_of") if as_of else None
+            res = cost.gap(con, a, b, window_days=parse_window(window), billing=_billing(billing),
+                           currency=currency, f=f, preset=preset, as_of=end)
+    if as_json:
+        typer.echo(json.dumps(res, indent=2, default=str, sort_keys=True))
+    elif between:
+        for key in ("window1", "window2"):
+            typer.echo(f"[{key}]")
+            _show_gap(res[key])
+        d = res["delta"]
+        typer.echo(f"change of ln(C_A/C_B): {d['ln_ratio']:+.6f} = price {d['terms']['price']:+.6f} + throughput "
+                   f"{d['terms']['throughput']:+.6f} + reliability {d['terms']['reliability']:+.6f}")
+        for side in ("a", "b"):
+            for ch in res["env_changes"][side]:
+                typer.echo(f"  throughput term: {res[side]} {ch['field']}: {ch['before']} -> {ch['after']}")
+    else:
+        _show_gap(res)
+
+
+def targets_cmd(
+    window: str = typer.Option("30d", "--window", help="Trailing window: 30d, 2w, ..."),
+    billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
+    currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
+    f: float = typer.Option(0.5, "--f", help="Fraction of an attempt's work lost per failure."),
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
+) -> None:
+    """Current effective cost per 1M tokens per (target, preset), cheapest first."""
+    from tasks.cost import COLUMNS, cost_table
+    from warehouse.db import reading
+
+    with reading(warehouse_path(warehouse)) as con:
+        frame = cost_table(con, window_days=parse_window(window), billing=_billing(billing), currency=currency, f=f)
+    rows = frame.select(COLUMNS).to_dicts()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    if not rows:
+        typer.echo("no successful fine-tune runs in the window: costgap run, or costgap ingest PATH")
+    for r in rows:
+        if r["cost_per_mtok"] is None:
+            why = "no price" if r["price_per_hour"] is None else "no cost"
+            typer.echo(f"{r['target']:<28} {r['preset']:<10} {why:>24}   X {r['tokens_per_s']:.6g} tokens/s")
+            continue
+        stale = "  STALE price" if r["price_stale"] else ""
+        typer.echo(f"{r['target']:<28} {r['preset']:<10} {r['cost_per_mtok']:>10.4g} {currency}/1M tokens "
+                   f"(90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g})  P {r['price_per_hour']:.4g}/h  "
+                   f"X {r['tokens_per_s']:.6g} tok/s  p {r['p']:.3f}  R {r['R']:.3f}{stale}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gap")(gap_cmd)
+    app.command("targets")(targets_cmd)

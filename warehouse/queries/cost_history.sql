@@ -1,0 +1,43 @@
+-- cost_history: C per (target, preset, bucket) from _cost_runs (cost_runs.sql), each bucket its own window.
+-- Same model as tasks/cost.py: P mean as-of price, X median tokens/s, p from fine-tune attempts, R, C.
+with runs_b as (
+    select target, preset, date_trunc($bucket, started_at) as bucket_start, tokens_per_s, price_per_hour
+    from _cost_runs
+),
+agg as (
+    select target, preset, bucket_start, count(*) as runs, median(tokens_per_s) as tokens_per_s,
+           avg(price_per_hour) as price_per_hour
+    from runs_b
+    group by target, preset, bucket_start
+),
+att as (
+    select a.target, date_trunc($bucket, coalesce(a.started_at, r.started_at)) as bucket_start, a.state
+    from attempts a
+    left join runs r using (run_id)
+    where a.task = $task
+      and coalesce(a.started_at, r.started_at) > $start
+      and coalesce(a.started_at, r.started_at) <= $end
+      and a.state not in ('skipped', 'not_applicable', 'cancelled')
+),
+rel as (
+    select target, bucket_start, count(*) as attempts,
+           count(*) filter (where state in ('failed', 'crashed')) as failed_attempts
+    from att
+    group by target, bucket_start
+),
+joined as (
+    select agg.*, coalesce(rel.attempts, 0) as attempts, coalesce(rel.failed_attempts, 0) as failed_attempts,
+           case when coalesce(rel.attempts, 0) = 0 then 0.0
+                else rel.failed_attempts / rel.attempts end as p
+    from agg
+    left join rel using (target, bucket_start)
+),
+final as (
+    select target, preset, bucket_start, runs, price_per_hour, tokens_per_s, attempts, failed_attempts, p,
+           case when p < 1 then 1 + $f * p / (1 - p) end as R,
+           price_per_hour / (3600.0 * tokens_per_s) * 1e6 * (case when p < 1 then 1 + $f * p / (1 - p) end)
+               as cost_per_mtok
+    from joined
+    order by target, preset, bucket_start
+)
+select * from final
