@@ -29,6 +29,7 @@ from tasks.probe.timing import iqr, is_cuda, median, time_iters
 BENCHMARK = "gemm"
 VERSION = "2"  # 2: L2 flush between timed calls, per-call events, search+refine
 LOW_EFFICIENCY = 0.65  # issue 3: < 65% of datasheet peak hints at a bandwidth/PCIe bottleneck
+MAX_SEARCH_SHAPES = 32  # hill-climb cap: the search must cost <= 1/10 of the exhaustive sweep
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
                 "fp32": torch.float32}
 # Candidate shapes (m, n, k), best first on H100/H200-class parts (reference sweep 2026-12-02).
@@ -110,7 +111,7 @@ def search(dtype: str, cfg: GemmConfig, device: str) -> dict:
                                   flush=flush))
         if not pool and not cfg.exhaustive:  # hill-climb around the best shape so far
             best = max(results, key=lambda r: r["tflops_median"])
-            pool = _neighbours(tuple(best["shape"]), seen)[:4] if len(results) < 64 else []
+            pool = _neighbours(tuple(best["shape"]), seen)[:4] if len(results) < MAX_SEARCH_SHAPES else []
     complete = not pool
     search_s = time.perf_counter() - t0
     top = sorted(results, key=lambda r: -r["tflops_median"])[: cfg.refine_top]
@@ -130,7 +131,7 @@ def _gemm_measurement(dtype: str, res: dict, spec: GpuSpec, cfg: GemmConfig, con
     m, n, k = res["shape"]
     return measurement(
         BENCHMARK, VERSION, metric or f"{dtype}_tflops", res["tflops_median"], "TFLOP/s",
-        params={"dtype": dtype, "m": m, "n": n, "k": k, "max_tflops": round(res["tflops_max"], 3),
+        params={"dtype": dtype, "m": m, "n": n, "k": k, "max_tflops": float(f"{res['tflops_max']:.5g}"),
                 "efficiency": round(eff, 4) if eff else None,
                 "mode": res.get("mode", "exhaustive" if cfg.exhaustive else "search"),
                 "shapes_tried": res.get("shapes_tried", 1), "complete": res.get("complete", True),

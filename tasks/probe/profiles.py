@@ -133,6 +133,7 @@ class Profile:
     collectives: CollectivesConfig = field(default_factory=CollectivesConfig)
     finetune_presets: tuple[str, ...] = ("tiny",)  # B's presets (tasks.probe.presets)
     finetune_budget_s: float = 600.0  # wall budget handed to the fine-tune
+    finetune_options: dict = field(default_factory=dict)  # B's FinetuneOptions fields, by name
     retries: int = 0  # extra tries of a failed benchmark (every try is an attempt)
 
     def __post_init__(self):
@@ -156,6 +157,7 @@ QUICK = Profile(
     collectives=CollectivesConfig(sizes_mib=(1, 64), iters=5, timeout_s=120.0),
     finetune_presets=("tiny",),
     finetune_budget_s=60.0,
+    finetune_options={"steps": 8},  # fixed steps: CI needs a bounded run, not the steady rule
 )
 
 STANDARD = Profile(

@@ -69,7 +69,8 @@ def _finetunes(prof: Profile, device: str, sampler, attempts: list) -> list[dict
         return []
     try:
         fts, atts = run_finetunes(list(prof.finetune_presets), device=device, sampler=sampler,
-                                  budget_s=prof.finetune_budget_s)
+                                  budget_s=prof.finetune_budget_s,
+                                  options=dict(prof.finetune_options) or None)
     except Exception as e:  # B's runner records its own failures; this is the backstop
         from tasks.probe.record import classify
 
@@ -81,12 +82,26 @@ def _finetunes(prof: Profile, device: str, sampler, attempts: list) -> list[dict
     return fts
 
 
+def _interconnect() -> dict:
+    """G's interconnect extras (NVLink/P2P/topology) when that module is present."""
+    try:
+        from tasks.probe.interconnect import fingerprint as interconnect_fingerprint
+
+        extra = interconnect_fingerprint()
+    except Exception as e:  # optional module: its absence or failure must not cost the bundle
+        return {"interconnect_error": f"{type(e).__name__}: {e}"[:300]}
+    ok = (str, int, float, bool, type(None))
+    return {k: v for k, v in extra.items()
+            if isinstance(v, ok) or (isinstance(v, list) and all(isinstance(x, ok) for x in v))}
+
+
 def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str, Any]:
     """Run every task of `prof`; returns environment, attempts, measurements, finetune."""
     attempts: list[dict] = []
     measurements: list[dict] = []
     env = run_task("environment", lambda: [fingerprint()], attempts)
     env = env[0] if env else {"gpu_count": 0, "source": "none"}
+    env.setdefault("extra", {}).update(_interconnect())
     spec, warning = _spec_for(env)
     if warning:
         env.setdefault("extra", {})["spec_warning"] = warning

@@ -1,0 +1,99 @@
+"""End to end: `python -m tasks.probe --profile quick` in a subprocess, as a GPU host runs it.
+
+    .venv/bin/pytest -q tests/test_probe_cli.py
+
+Proves the probe path never imports prefect, duckdb, polars, pydantic or pandas (an import hook
+records every `import` statement, and sys.modules is read at exit), that the bundle it writes
+passes tasks.bundle.read_bundle, and that every task left an attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tasks.bundle import read_bundle
+
+ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN = ("prefect", "duckdb", "polars", "pydantic", "pandas")
+WRAPPER = r"""
+import builtins, json, runpy, sys
+FORBIDDEN = set(sys.argv[1].split(","))
+seen = set()
+_orig = builtins.__import__
+def spy(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and name.split(".")[0] in FORBIDDEN:
+        seen.add(name)
+    return _orig(name, globals, locals, fromlist, level)
+builtins.__import__ = spy
+sys.argv = ["tasks.probe", *sys.argv[2:]]
+rc = 0
+try:
+    runpy.run_module("tasks.probe", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    rc = e.code or 0
+finally:
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in FORBIDDEN)
+    sys.stderr.write("IMPORT-REPORT " + json.dumps({"imported": sorted(seen), "loaded": loaded}) + "\n")
+sys.exit(rc)
+"""
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundles")
+    data = tmp_path_factory.mktemp("data")
+    proc = subprocess.run(
+        [sys.executable, "-c", WRAPPER, ",".join(FORBIDDEN), "--profile", "quick", "--target",
+         "local", "--out", str(out), "--data-dir", str(data)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return proc, out, data
+
+
+@pytest.mark.slow
+def test_quick_probe_imports_no_warehouse_stack(quick_run):
+    proc, _, _ = quick_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(l for l in proc.stderr.splitlines() if l.startswith("IMPORT-REPORT "))
+    report = json.loads(line[len("IMPORT-REPORT "):])
+    assert report == {"imported": [], "loaded": []}, report
+
+
+@pytest.mark.slow
+def test_quick_bundle_validates_and_records_every_task(quick_run):
+    proc, out, data = quick_run
+    path = Path(proc.stdout.strip().splitlines()[-1])
+    assert path.parent == out and path.exists() and path.name == f"{path.stem}.json"
+    b = read_bundle(path)
+    assert b.profile == "quick" and b.target == "local" and b.schema_version == 1
+    assert b.environment.cpu_cores and b.environment.torch
+    tasks = {a.task for a in b.attempts}
+    for t in ("environment", "gemm:fp32", "gemm:mm2048", "gemm_sustained", "memory", "hostdev",
+              "storage", "feed", "allreduce"):
+        assert t in tasks, t
+    assert any(t.startswith("finetune") for t in tasks)
+    metrics = {(m.benchmark, m.metric) for m in b.measurements}
+    for bm in (("gemm", "fp32_tflops"), ("memory", "copy_gbps"), ("storage", "seq_read_gbps"),
+               ("feed", "next_latency_ms_p95")):
+        assert bm in metrics, bm
+    if b.environment.gpu_count == 0:
+        assert next(a for a in b.attempts if a.task == "allreduce").state == "not_applicable"
+        assert next(a for a in b.attempts if a.task == "hostdev").state == "not_applicable"
+    assert list(data.iterdir()) == []  # storage files removed
+
+
+def test_bad_profile_is_a_usage_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tasks.probe", "--profile", "weekly", "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "invalid choice: 'weekly'" in proc.stderr
+
+
+def test_bad_skip_names_the_field(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tasks.probe", "--skip", "gpu", "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "skip = ['gpu']" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
