@@ -33,7 +33,7 @@ import duckdb
 import fsspec
 
 from tasks.bundle import FUTURE_SKEW, MAX_BUNDLE_BYTES, BundleError, parse_bundle
-from tasks.land_frames import FrameBatch
+from tasks.land_frames import FrameBatch, check_ranges
 from tasks.validate import describe, validate_frames
 from warehouse.db import DEFAULT_TIMEOUT_S, writing
 from warehouse.sql import load_query
@@ -147,6 +147,7 @@ def prepare(files: list[str], *, now: datetime | None = None) -> Prepared:
         try:
             raw = _read(url)
             bundle = parse_bundle(raw, file=url, now=now)
+            check_ranges(bundle, url)
         except _Oversize as o:
             rejected.append(_reject_row(url, o.digest, o.error, "", now))
             continue

@@ -17,7 +17,9 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 
-from tasks.bundle import Bundle, Environment
+from pydantic import BaseModel
+
+from tasks.bundle import Bundle, BundleError, Environment
 from tasks.canonical import canonical_json
 
 DONE_STATES = ("completed", "skipped", "not_applicable")  # a task whose last try ended so is fine
@@ -37,6 +39,32 @@ FT_COLUMNS = (
     "j_per_token", "kwh_per_mtok", "loss_first", "loss_last", "scaling_efficiency", "message",
 )
 TELEMETRY_COLUMNS = ("t", "gpu", "util", "mem_util", "power_w", "sm_clock_mhz", "temp_c")
+
+
+INT32_MAX = 2**31 - 1  # DuckDB integer columns; BIGINT_FIELDS go to bigint columns
+BIGINT_FIELDS = {"params_total", "params_trainable", "params_non_embedding"}
+
+
+def check_ranges(b: Bundle, file: str) -> None:
+    """Raise BundleError for an integer the warehouse column cannot hold (e.g. attempt 10**12):
+    valid for the pydantic model, but it would abort the whole batch's INSERT."""
+    stack: list[tuple[str, object]] = [("", b)]
+    while stack:
+        prefix, node = stack.pop()
+        for name in type(node).model_fields:
+            value, where = getattr(node, name), f"{prefix}{name}"
+            if isinstance(value, BaseModel):
+                stack.append((f"{where}.", value))
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, BaseModel):
+                        stack.append((f"{where}.{i}.", item))
+                    elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > INT32_MAX:
+                        raise BundleError(file, f"{where}.{i}", item, f"out of range (|value| <= {INT32_MAX})")
+            elif isinstance(value, int) and not isinstance(value, bool):
+                limit = 2**63 - 1 if name in BIGINT_FIELDS else INT32_MAX
+                if abs(value) > limit:
+                    raise BundleError(file, where, value, f"out of range (|value| <= {limit})")
 
 
 def environment_id(env: Environment) -> tuple[str, str]:
