@@ -14,6 +14,7 @@ add a git_clone pull step for hosts that fetch the code themselves (docs/deploy.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 from pathlib import Path
@@ -95,9 +96,22 @@ def _fixed() -> str:
         timezone: UTC
     work_pool:
       name: {CONTROL_POOL}
+"""
+
+
+def _prices(flow_file: Path = Path("flows/prices.py")) -> str:
+    """The daily price refresh, once flows/prices.py (the pricing helper's) defines a flow."""
+    if not flow_file.is_file():
+        return "  # prices/daily: added here once flows/prices.py defines the price-refresh flow.\n"
+    tree = ast.parse(flow_file.read_text(encoding="utf-8"))
+    names = [f.name for f in tree.body if isinstance(f, ast.FunctionDef) and any(
+        "flow" in ast.unparse(d) for d in f.decorator_list)]
+    if not names:
+        return "  # prices/daily: flows/prices.py defines no @flow yet.\n"
+    return f"""\
   - name: daily
     description: Refresh the price book from every configured source (flows/prices.py).
-    entrypoint: flows/prices.py:prices
+    entrypoint: {flow_file.as_posix()}:{names[0]}
     tags: [costgap, prices]
     schedules:
       - cron: {_q(PRICES_CRON)}
@@ -110,7 +124,7 @@ def _fixed() -> str:
 def render(targets_file: str | Path = DEFAULT_TARGETS) -> str:
     targets = [t for t in load_targets(targets_file) if t.dispatch in ("pool", "local")]
     head = HEADER.format(targets=Path(targets_file).as_posix(), control=CONTROL_POOL)
-    return head + "".join(_probe(t) for t in targets) + _fixed()
+    return head + "".join(_probe(t) for t in targets) + _fixed() + _prices()
 
 
 def main(argv: list[str] | None = None) -> int:

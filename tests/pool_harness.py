@@ -1,0 +1,140 @@
+"""A real Prefect server, process work pools and workers on loopback, for tests and benchmarks.
+
+    .venv/bin/pytest -q -m slow tests/test_pool_integration.py     # uses it
+    .venv/bin/python -m tests.bench fanout                            # so does the fan-out bench
+
+Everything it starts runs in its own session and is stopped (the whole process tree, SIGTERM then
+SIGKILL) when the `Harness` context exits, on every path. Logs of each process go to files under
+the harness directory; `tail(name)` shows the end of one when an assertion fails.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SERVER_START_S = 120  # a cold `prefect server start` (migrations, services) on a busy 2-core box
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
+    """Signal a process and all its descendants (sessions do not matter); returns the pids hit."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return []
+    procs = root.children(recursive=True) + [root]
+    for p in procs:
+        try:
+            p.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+    return [p.pid for p in procs]
+
+
+class Harness:
+    """A temp PREFECT_HOME, a server on a free loopback port, and named background processes."""
+
+    def __init__(self, root: Path, extra_env: dict[str, str] | None = None):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.api = f"http://127.0.0.1:{self.port}/api"
+        self.env = {
+            **os.environ,
+            "PREFECT_HOME": str(self.root / "prefect-home"),
+            "PREFECT_API_URL": self.api,
+            "PREFECT_UI_ENABLED": "false",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_LOGGING_LEVEL": "INFO",
+            "PREFECT_WORKER_HEARTBEAT_SECONDS": "2",  # a dead worker is noticed in ~6 s, not 90
+            "PREFECT_WORKER_QUERY_SECONDS": "1",  # workers pick runs up within a second
+            "PYTHONUNBUFFERED": "1",
+            **(extra_env or {}),
+        }
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> "Harness":
+        try:
+            self.start("server", ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)])
+            self._wait_healthy()
+        except BaseException:
+            self.stop_all()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_all()
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.procs["server"].poll() is not None:
+                raise RuntimeError(f"prefect server exited:\n{self.tail('server')}")
+            try:
+                with urllib.request.urlopen(f"{self.api}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"prefect server not healthy after {SERVER_START_S} s:\n{self.tail('server')}")
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        log = open(self.root / f"{name}.log", "ab")
+        cmd = [str(BIN / argv[0]) if (BIN / argv[0]).exists() else argv[0], *argv[1:]]
+        proc = subprocess.Popen(cmd, cwd=REPO, env={**self.env, **(env or {})}, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.procs[name] = proc
+        return proc
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            kill_tree(proc.pid, signal.SIGTERM)
+        kill_tree(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for name in [n for n in self.procs if n != "server"] + ["server"]:
+            self.stop(name)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def run(self, argv: list[str], env: dict[str, str] | None = None, timeout: float = 300,
+            check: bool = True) -> subprocess.CompletedProcess:
+        cmd = [str(BIN / argv[0]) if (BIN / argv[0]).exists() else argv[0], *argv[1:]]
+        res = subprocess.run(cmd, cwd=REPO, env={**self.env, **(env or {})}, capture_output=True,
+                             text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} exited {res.returncode}:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+        return res
+
+    def worker(self, pool: str, name: str | None = None) -> subprocess.Popen:
+        """A process worker polling `pool` (the pool is created first)."""
+        self.run(["prefect", "work-pool", "create", pool, "--type", "process", "--overwrite"])
+        return self.start(name or f"worker-{pool}", ["prefect", "worker", "start", "--pool", pool,
+                                                   "--type", "process", "--name", name or f"worker-{pool}"])
+
+    def tail(self, name: str, chars: int = 4000) -> str:
+        f = self.root / f"{name}.log"
+        return f.read_text(errors="replace")[-chars:] if f.exists() else "(no log)"
