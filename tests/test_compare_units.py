@@ -1,0 +1,155 @@
+"""Fan-out's pure parts: Prefect state histories -> attempts, error kinds, outcomes, the results
+store, the rerun-rate query and the rendered deployments file.
+
+    .venv/bin/pytest -q tests/test_compare_units.py
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+
+import pytest
+from prefect.states import AwaitingRetry, Completed, Crashed, Failed, Pending, Retrying, Running, Scheduled
+
+from tasks import fanout, prefect_runs
+from tasks.dispatch import classify_error
+from tasks.fanout import Outcome
+from tasks.results import ResultsStore, ResultsStoreError
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def _at(state, seconds: float):
+    state.timestamp = T0 + timedelta(seconds=seconds)
+    return state
+
+
+@pytest.mark.parametrize("message, rc, kind", [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", 1, "oom"),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", 1, "cuda_error"),
+    ("probe timed out after 900 s", None, "timeout"),
+    ("Spot instance interruption notice received", 1, "preempted"),
+    ("crash: no live worker on work pool 'p'", None, "crash"),
+    ("", -9, "crash"),
+    ("ValueError: bad input", 1, "other"),
+])
+def test_classify_error(message, rc, kind):
+    assert classify_error(message, rc) == kind
+
+
+def test_retried_task_is_two_attempts_first_failed():
+    states = [_at(Pending(), 0), _at(Running(), 1), _at(AwaitingRetry(message="CUDA out of memory"), 5),
+              _at(Retrying(), 7), _at(Completed(), 12)]
+    rows = prefect_runs.attempts_from_states(states[::-1], task="probe_child", target="a", source_id="tr1")
+    assert [(r["attempt"], r["state"], r["error_kind"]) for r in rows] == [(1, "failed", "oom"), (2, "completed", None)]
+    assert [r["duration_s"] for r in rows] == [4.0, 5.0]
+    assert all(r["source"] == "prefect" and r["source_id"] == "tr1" for r in rows)
+
+
+def test_crashed_flow_closes_its_open_task_runs():
+    flow = [_at(Scheduled(), 0), _at(Pending(), 1), _at(Running(), 2),
+            _at(Crashed(message="crash: no live worker on work pool 'pool-b'"), 30)]
+    task = [_at(Pending(), 3), _at(Running(), 3)]
+    rows = prefect_runs.flow_attempts(flow, [("probe_child", "tr1", task)], target="b", flow_run_id="fr1")
+    assert [(r["task"], r["state"], r["error_kind"]) for r in rows] == [
+        ("probe_flow", "crashed", "crash"), ("probe_child", "crashed", "crash")]
+    assert rows[1]["message"].startswith("crash: no live worker")
+
+
+def test_flow_cancelled_before_it_ran_is_one_attempt_and_running_flow_is_none():
+    never_ran = [_at(Scheduled(), 0), _at(Failed(message="timeout: no result within 60 s"), 60)]
+    rows = prefect_runs.attempts_from_states(never_ran, task="probe_flow", target="a", source_id="f")
+    assert [(r["state"], r["error_kind"], r["duration_s"]) for r in rows] == [("failed", "timeout", 0.0)]
+    still = [_at(Scheduled(), 0), _at(Running(), 1)]
+    assert prefect_runs.attempts_from_states(still, task="probe_flow", target="a", source_id="f") == []
+
+
+def test_worker_liveness_follows_prefects_rule():
+    now = T0
+    fresh = SimpleNamespace(last_heartbeat_time=now - timedelta(seconds=5), heartbeat_interval_seconds=2)
+    stale = SimpleNamespace(last_heartbeat_time=now - timedelta(seconds=7), heartbeat_interval_seconds=2)
+    default = SimpleNamespace(last_heartbeat_time=now - timedelta(seconds=80), heartbeat_interval_seconds=None)
+    assert fanout.worker_live(fresh, now) and not fanout.worker_live(stale, now)
+    assert fanout.worker_live(default, now)  # 30 s default interval x 3
+    assert not fanout.worker_live(SimpleNamespace(last_heartbeat_time=None), now)
+
+
+@pytest.mark.parametrize("statuses, expected", [
+    (["landed", "duplicate"], "completed"),
+    (["landed", "crashed"], "partial"),
+    (["timeout", "failed"], "failed"),
+])
+def test_overall(statuses, expected):
+    status, message = fanout.overall([Outcome(f"t{i}", "pool", s) for i, s in enumerate(statuses)])
+    assert status == expected
+    if expected != "completed":
+        assert "(" + statuses[-1] + ")" in message
+
+
+def test_landing_summary_sets_status_and_points_attempts_at_the_bundle():
+    o = Outcome("a", "pool", "completed", attempts=[{"run_id": None, "task": "probe_flow"}])
+    fanout.apply_landing(o, SimpleNamespace(landed=["r1"], duplicates=[], quarantined=[], rejected=[],
+                                            as_text=lambda: ""))
+    assert o.status == "landed" and fanout.attempt_rows(o)[0]["run_id"] == "r1"
+    q = Outcome("b", "pool", "completed")
+    fanout.apply_landing(q, SimpleNamespace(landed=[], duplicates=[], quarantined=[("f", "x", "bad")],
+                                            rejected=[], as_text=lambda: "quarantined 1"))
+    assert q.status == "quarantined" and q.message == "quarantined 1"
+
+
+@pytest.mark.parametrize("url", ["local", "memory://costgap-test"])
+def test_results_store_round_trip(tmp_path, url):
+    store = ResultsStore(tmp_path / "store" if url == "local" else url)
+    src = tmp_path / ("ab" * 32 + ".json")
+    src.write_text("{}")
+    uri = store.put_bundle("aws-g5-xlarge", "1f0c-run", src)
+    assert store.list_bundles("aws-g5-xlarge", "1f0c-run") == [uri]
+    assert store.list_bundles("aws-g5-xlarge", "other-run") == []
+    assert uri in store.list_bundles()
+    if url != "local":
+        assert uri.startswith("memory://")
+    with pytest.raises(ResultsStoreError, match="not a safe path part"):
+        store.put_bundle("../etc", "r", src)
+
+
+def test_rerun_rate_counts_crashed_and_cancelled_flow_runs(warehouse_file):
+    from tasks.land import record_prefect_attempts
+    from warehouse.db import connect
+    from warehouse.sql import load_query
+
+    now = datetime.now(timezone.utc)
+    rows = []
+    for i, (target, state) in enumerate([("a", "completed"), ("a", "completed"), ("b", "completed"),
+                                         ("b", "crashed"), ("b", "cancelled"), ("b", "completed")]):
+        rows.append({"run_id": None, "target": target, "task": "probe_flow", "attempt": 1, "state": state,
+                     "error_kind": None if state == "completed" else "crash", "message": None,
+                     "duration_s": 1.0, "started_at": now - timedelta(days=1 + 40 * (i == 5)), "source_id": f"f{i}"})
+    con = connect(str(warehouse_file))
+    try:
+        assert record_prefect_attempts(con, rows) == 6
+        assert record_prefect_attempts(con, rows) == 0  # idempotent on (source_id, task, attempt)
+        got = con.execute(load_query("rerun_rate"), [30, None]).fetchall()
+    finally:
+        con.close()
+    by = {(r[0], r[1] > now - timedelta(days=31)): r for r in got}
+    recent_b = by[("b", True)]
+    assert recent_b[3:6] == (3, 2, pytest.approx(2 / 3))  # attempts, reruns, rerun_rate in the last 30 days
+    assert recent_b[8:10] == (1, 1)  # flow_crashed, flow_cancelled
+    assert by[("a", True)][5] == 0.0
+    assert by[("b", False)][3:6] == (1, 0, 0.0)  # the older window, on its own
+
+
+def test_shipped_prefect_yaml_is_rendered_from_shipped_targets():
+    from pathlib import Path
+
+    import yaml
+
+    from deploy.render import render
+
+    text = render("deploy/targets.toml")
+    assert Path("deploy/prefect.yaml").read_text() == text, "re-run: python -m deploy.render > deploy/prefect.yaml"
+    names = {(d["entrypoint"].split(":")[1], d["name"]) for d in yaml.safe_load(text)["deployments"]}
+    assert {("compare", "weekly"), ("compare", "adhoc"), ("report", "daily"), ("probe", "aws-g5-xlarge")} <= names
+    weekly = next(d for d in yaml.safe_load(text)["deployments"] if d["name"] == "weekly")
+    assert weekly["schedules"][0]["cron"] and weekly["parameters"]["targets"] is None
