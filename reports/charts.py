@@ -105,10 +105,10 @@ def throughput_lines(throughput: Rows, env_changes: Rows = (), title: str = "tok
 
 
 def waterfall(steps: Rows, title: str) -> dict:
-    """steps: (label, value) in ln points x100; first and last are totals, the middle ones deltas."""
+    """steps: (label, value[, total]) in ln points x100; deltas stack from 0, a `total` step is drawn from 0."""
     rows, running = [], 0.0
     for i, s in enumerate(steps):
-        total = i in (0, len(steps) - 1)
+        total = bool(s.get("total"))
         start = 0.0 if total else running
         end = s["value"] if total else running + s["value"]
         running = end
@@ -119,7 +119,7 @@ def waterfall(steps: Rows, title: str) -> dict:
     bars = base.mark_bar(size=46).encode(
         x=x, y=alt.Y("start:Q", title="log points (≈ % of the cost ratio)"), y2="end:Q",
         color=alt.Color("kind:N", scale=alt.Scale(domain=["total", "up", "down"], range=["#64748b", BAD, "#059669"]),
-                        legend=alt.Legend(title=None, labelExpr="{'total':'gap (ln ratio x100)','up':'widens A vs B','down':'narrows A vs B'}[datum.label]")),
+                        legend=alt.Legend(title=None, labelExpr="{'total':'net change','up':'A got dearer vs B','down':'A got cheaper vs B'}[datum.label]")),
         tooltip=["label:N", alt.Tooltip("value:Q", format="+.2f")],
     )
     text = base.mark_text(dy=-8, fontSize=12).encode(x=x, y="end:Q", text=alt.Text("value:Q", format="+.1f"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -160,34 +161,53 @@ def add_gaps(cost: Rows, baseline: str | None) -> None:
 
 
 def _why(con, cfg: ReportConfig, cost: Rows, baseline: str | None, latest: datetime | None) -> Section:
-    """Gap decomposition between the previous and the latest window, each target vs the baseline."""
+    """Gap decomposition between the previous and the latest window, each target vs the baseline.
+
+    One tasks.cost.cost_table call per window gives P, X and R for every target at once; the terms
+    are the cost model's exact decomposition ln(C_A/C_B) = ln(P_A/P_B) - ln(X_A/X_B) + ln(R_A/R_B)
+    in each window, and their change between the windows is what moved the gap.
+    """
     if not cost or baseline is None or latest is None:
         return Section(note="no data yet: needs priced runs of at least two targets")
     end2 = latest + timedelta(seconds=1)
     w2 = (end2 - timedelta(days=cfg.window_days), end2)
     w1 = (w2[0] - timedelta(days=cfg.window_days), w2[0])
-    pairs = []
-    for r in cost:
-        if r.get("target") == baseline or r.get("cost_per_mtok") is None:
-            continue
-        if (r["target"], r.get("preset")) not in {(p[0], p[1]) for p in pairs}:
-            pairs.append((r["target"], r.get("preset")))
-    out, notes = [], []
-    for target, preset in pairs[: cfg.why_max_pairs]:
-        res, note = _optional(
-            "tasks.cost", "gap_between_windows", con, target, baseline, w1, w2,
-            billing=cfg.billing, currency=cfg.currency,
-        )
+    windows = []
+    for w in (w1, w2):
+        res, note = _optional("tasks.cost", "cost_table", con, as_of=w[1], window_days=cfg.window_days,
+                              billing=cfg.billing, currency=cfg.currency)
         if note:
-            notes.append(note)
-            if "not available" in note:
-                break
+            return Section(note=note)
+        windows.append({(r["target"], r["preset"]): r for r in _frame_rows(res)})
+    out = []
+    for r in cost:
+        a, preset = r.get("target"), r.get("preset")
+        if a == baseline or any(o["a"] == a and o["preset"] == preset for o in out):
             continue
-        if res:
-            out.append({"a": target, "b": baseline, "preset": preset, "result": res})
+        parts = [_decompose(w.get((a, preset)), w.get((baseline, preset))) for w in windows]
+        if None in parts:
+            continue
+        one, two = parts
+        delta = {k: two["terms"][k] - one["terms"][k] for k in ("price", "throughput", "reliability")}
+        out.append({"a": a, "b": baseline, "preset": preset,
+                    "result": {"delta": delta, "gap_1": one["gap"], "gap_2": two["gap"],
+                               "ln_ratio_1": one["ln_ratio"], "ln_ratio_2": two["ln_ratio"]}})
+        if len(out) >= cfg.why_max_pairs:
+            break
     if not out:
-        return Section(note=(notes[0] if notes else "no data yet: no target has runs in both windows"))
+        return Section(note="no data yet: no target has priced runs on the baseline's preset in both windows")
     return Section(rows=out, extra={"window1": w1, "window2": w2})
+
+
+def _decompose(a: dict | None, b: dict | None) -> dict | None:
+    need = ("price_per_hour", "tokens_per_s", "R", "cost_per_mtok")
+    if not a or not b or any(not x.get(k) for x in (a, b) for k in need):
+        return None
+    terms = {"price": math.log(a["price_per_hour"] / b["price_per_hour"]),
+             "throughput": -math.log(a["tokens_per_s"] / b["tokens_per_s"]),
+             "reliability": math.log(a["R"] / b["R"])}
+    return {"terms": terms, "gap": a["cost_per_mtok"] / b["cost_per_mtok"] - 1.0,
+            "ln_ratio": math.log(a["cost_per_mtok"] / b["cost_per_mtok"])}
 
 
 def _changes(con, targets: Rows) -> Section:

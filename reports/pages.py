@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -142,7 +143,7 @@ def overview(data: ReportData) -> Page:
         [dict(r, target=_target_link(r["target"]) if r.get("target") else None) for r in data.tiers.rows],
         numeric=("cost_per_mtok",)), "tier recommendations"))
     p.h2("Throughput shifts found (change-point test)")
-    p.card(_section(data.changes, lambda: _auto_table(data.changes.rows, 20), "change-point findings"))
+    p.card(_section(data.changes, lambda: changes_table(data.changes.rows), "significant change-point findings"))
     p.h2("Targets")
     p.card(_section(Section(rows=data.targets), lambda: table(
         [("target", "Target"), ("provider", "Provider"), ("instance_type", "Instance type"), ("gpu_model", "GPU"),
@@ -152,11 +153,31 @@ def overview(data: ReportData) -> Page:
     return p
 
 
-def _auto_table(rows: Rows, limit: int) -> str:
-    """A table of whatever columns another area's function returns (all values escaped)."""
-    cols = list(dict.fromkeys(k for r in rows[:limit] for k in r))
-    more = f'<p class="empty">showing {limit} of {len(rows)}</p>' if len(rows) > limit else ""
-    return table([(c, c.replace("_", " ")) for c in cols], rows[:limit]) + more
+def changes_table(rows: Rows, limit: int = 30) -> str:
+    """Change-point findings (tasks.changepoint.detect): size, confidence and what changed at that point."""
+    shown = []
+    for r in rows[-limit:][::-1]:
+        changed = r.get("changed") or []
+        what = "; ".join(f"{c.get('field')} {c.get('before')} → {c.get('after')}" for c in changed if isinstance(c, dict))
+        lo, hi = r.get("shift_lo"), r.get("shift_hi")
+        at = r.get("at")
+        if isinstance(at, str):
+            try:
+                at = datetime.fromisoformat(at)
+            except ValueError:
+                pass
+        shown.append({
+            "at": at, "target": _target_link(r["target"]) if r.get("target") else None, "preset": r.get("preset"),
+            "shift": badge(f"{r['shift'] * 100:+.1f}%", "bad" if r["shift"] < 0 else "good") if r.get("shift") is not None else None,
+            "ci": Raw(f"{_pct(lo)} … {_pct(hi)}") if lo is not None and hi is not None else None,
+            "p_value": r.get("p_value"), "confidence": r.get("confidence"), "changed": what or r.get("summary"),
+            "n": Raw(f"{esc(r.get('runs_before'))} / {esc(r.get('runs_after'))}"),
+        })
+    more = f'<p class="empty">newest {limit} of {len(rows)} shown</p>' if len(rows) > limit else ""
+    return table([("at", "At"), ("target", "Target"), ("preset", "Preset"), ("shift", "Tokens/s shift"),
+                  ("ci", "90% interval"), ("p_value", "p"), ("confidence", "Confidence"),
+                  ("changed", "Environment change at that point"), ("n", "Runs before / after")],
+                 shown, numeric=("shift", "ci", "p_value", "confidence", "n")) + more
 
 
 def over_time(data: ReportData) -> Page:
@@ -169,6 +190,8 @@ def over_time(data: ReportData) -> Page:
     p.h2("Measured throughput")
     p.card(_section(data.throughput, lambda: p.chart("time-throughput", lambda: charts.throughput_lines(
         data.throughput.rows, data.env_changes.rows), "Median fine-tune tokens/s per week."), "fine-tune runs"))
+    p.h2("Throughput shifts at environment changes")
+    p.card(_section(data.changes, lambda: changes_table(data.changes.rows), "significant change-point findings"))
     p.h2("Environment changes")
     p.card(_section(data.env_changes, lambda: table(
         [("changed_at", "When"), ("target", "Target"), ("change", "What changed")],
@@ -188,21 +211,12 @@ def _terms(res: dict) -> dict | None:
     return res if {"price", "throughput", "reliability"} <= set(res) else None
 
 
-def _ln_pair(res: dict) -> tuple[float | None, float | None]:
-    for a, b in (("ln_ratio_1", "ln_ratio_2"), ("ln_ratio_window1", "ln_ratio_window2")):
-        if a in res and b in res:
-            return res[a], res[b]
-    w1, w2 = res.get("window1"), res.get("window2")
-    if isinstance(w1, dict) and isinstance(w2, dict):
-        return w1.get("ln_ratio"), w2.get("ln_ratio")
-    return None, None
-
-
 def why(data: ReportData) -> Page:
     p = Page("why.html", "Why it moved",
              "The change of each target's cost ratio against the baseline between the previous and the latest window, "
              "split exactly into a price term, a throughput term and a reliability term: "
-             "ln(C_A/C_B) = ln(P_A/P_B) − ln(X_A/X_B) + ln(R_A/R_B). Shown in log points (×100 ≈ %).")
+             "ln(C_A/C_B) = ln(P_A/P_B) − ln(X_A/X_B) + ln(R_A/R_B), so the change of ln(C_A/C_B) between the windows "
+             "is the sum of the three terms' changes. Shown in log points (×100 ≈ %).")
 
     def body() -> str:
         out = []
@@ -212,15 +226,19 @@ def why(data: ReportData) -> Page:
             if not terms:
                 out.append(head + empty("the decomposition returned no price/throughput/reliability terms"))
                 continue
-            ln1, ln2 = _ln_pair(res)
-            steps = [{"label": "window 1", "value": 100 * (ln1 or 0.0)}]
-            steps += [{"label": k, "value": 100 * float(terms[k] or 0.0)} for k in ("price", "throughput", "reliability")]
-            end = (ln2 if ln2 is not None else (ln1 or 0.0) + sum(float(terms[k] or 0.0) for k in ("price", "throughput", "reliability")))
-            steps.append({"label": "window 2", "value": 100 * end})
+            steps = [{"label": k, "value": 100 * float(terms[k] or 0.0)} for k in ("price", "throughput", "reliability")]
+            steps.append({"label": "net change", "value": sum(s["value"] for s in steps), "total": True})
             chart = p.chart(f"why-{i}", lambda s=steps, t=f"{item['a']} vs {item['b']}": charts.waterfall(s, t))
-            env = res.get("env_changes") or res.get("environment_changes") or []
-            env_html = _auto_table(env, 20) if env else empty("no environment change between the windows")
-            out.append(head + chart + "<h3>Environment changes between the windows</h3>" + env_html)
+            lo, hi = data.why.extra["window1"][0], data.why.extra["window2"][1]
+            env = [dict(r, target=_target_link(r["target"])) for r in data.env_changes.rows
+                   if r["target"] in (item["a"], item["b"]) and lo <= r["changed_at"] < hi]
+            env_html = table([("changed_at", "When"), ("target", "Target"), ("change", "What changed")], env) if env \
+                else empty("no environment change on either target between the windows")
+            gaps = ""
+            if res.get("gap_1") is not None and res.get("gap_2") is not None:
+                gaps = (f"<p>Gap {esc(item['a'])} vs {esc(item['b'])}: {_pct(res['gap_1'])} in window 1, "
+                        f"{_pct(res['gap_2'])} in window 2.</p>")
+            out.append(head + gaps + chart + "<h3>Environment changes in these windows (throughput term)</h3>" + env_html)
         w1, w2 = data.why.extra["window1"], data.why.extra["window2"]
         note = f'<p class="lede">Window 1: {fmt(w1[0])} – {fmt(w1[1])}; window 2: {fmt(w2[0])} – {fmt(w2[1])}.</p>'
         return note + "".join(out)
@@ -263,10 +281,10 @@ def hardware(data: ReportData) -> Page:
                      ("sm_clock_mhz_min", "SM clock min"), ("sm_clock_mhz_median", "SM clock median"),
                      ("power_w_median", "Power median (W)")], rows,
                     numeric=("value", "sm_clock_mhz_min", "sm_clock_mhz_median", "power_w_median"), scroll=True))
-    p.card(_section(th, throttled, "throttled measurements (none recorded)"))
+    p.card(_section(th, throttled, "throttled measurements"))
     p.h2("Power and clocks (NVML telemetry, weekly)")
     p.card(_section(data.telemetry, lambda: p.chart("hw-telemetry", lambda: charts.telemetry_lines(data.telemetry.rows),
-                                                    "Reduced in DuckDB from every NVML sample."), "NVML telemetry"))
+                                                    "Each run's mean over its NVML samples, then the median over the week's runs (reduced in DuckDB)."), "NVML telemetry"))
     return p
 
 
@@ -324,7 +342,7 @@ def target_pages(data: ReportData) -> list[Page]:
             f"target-{i}-throughput", lambda: charts.throughput_lines(tp, env)), "fine-tune runs"))
         ch = by(data.changes.rows, name)
         p.h2("Throughput shifts found")
-        p.card(_section(Section(rows=ch, note=data.changes.note), lambda: _auto_table(ch, 20), "change-point findings for this target"))
+        p.card(_section(Section(rows=ch, note=data.changes.note), lambda: changes_table(ch), "significant change-point findings for this target"))
         eh = by(data.env_history.rows, name)
         p.h2("Environment history")
         p.card(_section(Section(rows=eh, note=data.env_history.note), lambda: table(

@@ -97,15 +97,17 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
         pages.append({"file": page.filename, "title": page.title, "charts": len(page.charts), "bytes": weight})
         specs.update(page.charts)
     t_pages = time.perf_counter() - t0
+    t1 = time.perf_counter()
     if images:
         export_images(specs, out / "charts")
+    t_export = time.perf_counter() - t1
     heavy = [p for p in pages if p["bytes"] > PAGE_BUDGET_BYTES]
     for p in heavy:
         log.warning("report: page %s weighs %d bytes (budget %d)", p["file"], p["bytes"], PAGE_BUDGET_BYTES)
     manifest = {
         "generated_at": data.generated_at.isoformat(), "baseline": data.baseline, "pages": pages,
         "charts": len(specs), "images": images, "max_page_bytes": max(p["bytes"] for p in pages),
-        "render_s": round(t_pages, 3), "total_s": round(time.perf_counter() - t0, 3),
+        "render_s": round(t_pages, 3), "export_s": round(t_export, 3), "total_s": round(time.perf_counter() - t0, 3),
     }
     (out / "site.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest
