@@ -1,0 +1,83 @@
+"""`costgap demo`: samples land as measured, the derived history and prices are labelled on every page.
+
+    .venv/bin/pytest -q tests/test_report_demo.py
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tasks.demo import DemoConfig
+from tests.factories import bundle_doc, write_bundle
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("samples")
+    t = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=1)
+    write_bundle(d, bundle_doc(target="h200-sxm", started_at=t, tokens_per_s=62000.0, gemm_tflops=600.0,
+                               gpu_name="NVIDIA H200", driver="580.159.04"))
+    write_bundle(d, bundle_doc(target="cpu-local", started_at=t, tokens_per_s=900.0))
+    return d
+
+
+@pytest.fixture(scope="module")
+def demo(samples, tmp_path_factory) -> tuple[Path, Path, str]:
+    root = tmp_path_factory.mktemp("demo")
+    wh, site = root / "demo.duckdb", root / "site"
+    res = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(site), "--samples", str(samples)])
+    assert res.exit_code == 0, res.output
+    return wh, site, res.output
+
+
+def test_demo_lands_samples_and_labelled_history(demo):
+    wh, _, out = demo
+    cfg = DemoConfig()
+    assert "2 measured sample bundle(s)" in out
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        runs = con.execute("select count(*) from runs").fetchone()[0]
+        synthetic = con.execute("select count(*) from provenance where scope = 'run' and label = 'synthetic'").fetchone()[0]
+        measured = con.execute("select count(*) from runs where run_id not in "
+                               "(select key from provenance where scope = 'run')").fetchone()[0]
+        prices = con.execute("select count(distinct price_per_hour) from prices").fetchone()[0]
+        labelled_prices = con.execute("select count(*) from provenance where scope = 'price_import'").fetchone()[0]
+        failed = con.execute("select count(*) from attempts where message like 'synthetic OOM%'").fetchone()[0]
+    finally:
+        con.close()
+    assert synthetic == 2 * cfg.weeks * cfg.runs_per_week and measured == 2 and runs == synthetic + 2
+    assert prices == 4 and labelled_prices == 1  # two illustrative prices per target, one cut each
+    assert failed > 0
+
+
+def test_every_page_says_what_was_not_measured(demo):
+    _, site, _ = demo
+    pages = list(site.glob("*.html"))
+    assert len(pages) >= 8
+    for p in pages:
+        text = p.read_text(encoding="utf-8")
+        assert "Not everything here was measured" in text and "synthetic" in text and "illustrative" in text, p.name
+    target = next(site.glob("target-h200-sxm-*.html")).read_text(encoding="utf-8")
+    assert 'badge warn">synthetic' in target and "measured" in target
+
+
+def test_demo_report_has_costs_and_a_decomposition(demo):
+    _, site, _ = demo
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "no data yet: tasks.cost.cost_table" not in index and "baseline" in index
+    assert 'id="c-overview-cost"' in index
+    why = (site / "why.html").read_text(encoding="utf-8")
+    assert 'id="c-why-0"' in why and "demo-synthetic:older-stack" in why
+
+
+def test_demo_without_samples_is_a_clear_error(tmp_path):
+    res = CliRunner().invoke(app, ["demo", "--warehouse", str(tmp_path / "d.duckdb"), "--site", str(tmp_path / "s"),
+                                   "--samples", str(tmp_path / "none")])
+    assert res.exit_code != 0
+    assert "no sample bundles" in str(res.exception) or "no sample bundles" in res.output
