@@ -40,9 +40,14 @@ def run(
         None, "--skip", help="Comma-separated probe parts to skip on every target (e.g. finetune)."),
 ) -> None:
     """Probe targets (concurrently), land and validate their bundles, rebuild the report."""
-    from flows.compare import compare
+    from tasks.targets import load_targets, select
 
     ids = None if (targets or "").strip() == "all" else _split(targets)
+    file = settings.targets_path(targets_file)
+    select(load_targets(file), ids, str(file))  # a bad file or id fails here, before Prefect starts
+
+    from flows.compare import compare
+
     state = compare(targets=ids, profile=settings.profile_name(profile), warehouse=warehouse, site=site,
                     results=results, skip=_split(skip), targets_file=targets_file, return_state=True)
     try:

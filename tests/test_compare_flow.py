@@ -1,0 +1,112 @@
+"""The compare flow on a real Prefect test server: a local target (real probe in a child process,
+heavy parts skipped), an import target (inbox), a failing target, and `costgap run` from the CLI.
+
+    .venv/bin/pytest -q tests/test_compare_flow.py
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tests.factories import bundle_doc, write_bundle
+
+FAST_SKIP = ["finetune", "storage", "gemm_sustained"]  # the real probe, minus its slow parts
+
+
+def _targets(tmp_path, local_skip: list[str] | None = None):
+    inbox = tmp_path / "inbox"
+    write_bundle(inbox, bundle_doc(target="airgap"))
+    f = tmp_path / "targets.toml"
+    f.write_text(f"""
+[[target]]
+id = "here"
+dispatch = "local"
+timeout_s = 300
+skip = {local_skip or []!r}
+
+[[target]]
+id = "airgap"
+dispatch = "import"
+inbox = "{inbox}"
+""".replace("'", '"'))
+    return f
+
+
+def _kw(tmp_path):
+    return {"warehouse": str(tmp_path / "wh.duckdb"), "site": str(tmp_path / "site"),
+            "results": str(tmp_path / "results")}
+
+
+def test_local_and_import_targets_land_with_prefect_attempts(prefect_harness, tmp_path):
+    from prefect.client.orchestration import get_client
+
+    from flows.compare import compare
+
+    state = compare(targets=None, profile="quick", skip=FAST_SKIP, targets_file=str(_targets(tmp_path)),
+                    return_state=True, **_kw(tmp_path))
+    summary = state.result()
+    assert state.is_completed() and state.name == "Completed", state.message
+    assert {o["target"]: o["status"] for o in summary["outcomes"]} == {"here": "landed", "airgap": "landed"}
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
+    try:
+        runs = dict(con.execute("select target, origin_kind from runs").fetchall())
+        flow_run_id = con.execute("select flow_run_id from runs where target = 'here'").fetchone()[0]
+        attempts = con.execute("select task, attempt, state, source_id from attempts where source = 'prefect' "
+                               "and target = 'here' order by task").fetchall()
+        targets = dict(con.execute("select target, dispatch from targets").fetchall())
+    finally:
+        con.close()
+    assert runs == {"here": "local", "airgap": "cli"}
+    assert [(t, a, s) for t, a, s, _ in attempts] == [
+        ("probe_child", 1, "completed"), ("probe_flow", 1, "completed"), ("publish", 1, "completed")]
+    assert dict((t, i) for t, _, _, i in attempts)["probe_flow"] == flow_run_id
+    assert targets == {"here": "local", "airgap": "import"}
+    assert (tmp_path / "site" / "index.html").exists() and summary["index"]
+    with get_client(sync_client=True) as c:
+        keys = {a.key for a in c.read_artifacts()}
+    assert {"costgap-headline", "costgap-report"} <= keys
+
+    # the same import bundle again is a duplicate, still a target that landed
+    again = compare(targets=["airgap"], targets_file=str(tmp_path / "targets.toml"), return_state=True, **_kw(tmp_path))
+    assert again.is_completed() and again.result()["outcomes"][0]["status"] == "duplicate"
+
+
+def test_a_failing_target_is_retried_recorded_and_the_run_is_partial(prefect_harness, tmp_path):
+    from flows.compare import compare
+
+    # an unknown probe part makes the real probe exit 2: both tries fail, the import target lands
+    f = _targets(tmp_path, local_skip=["no-such-part"])
+    state = compare(targets=["here", "airgap"], targets_file=str(f), return_state=True, **_kw(tmp_path))
+    assert state.is_completed() and state.name == "Partial"
+    assert "here (failed)" in state.message
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
+    try:
+        tries = con.execute("select task, attempt, state, error_kind, run_id from attempts "
+                            "where source = 'prefect' and target = 'here' order by task, attempt").fetchall()
+        disp = con.execute("select target, status, run_id is null from dispatches order by target").fetchall()
+    finally:
+        con.close()
+    assert [t[:4] for t in tries] == [("probe_child", 1, "failed", "other"), ("probe_child", 2, "failed", "other"),
+                                      ("probe_flow", 1, "failed", "other")]
+    assert all(t[4] is None for t in tries)  # no bundle arrived
+    assert disp == [("airgap", "landed", False), ("here", "failed", True)]
+
+
+def test_costgap_run_cli_prints_table_and_report_path(prefect_harness, tmp_path):
+    f = _targets(tmp_path)
+    kw = _kw(tmp_path)
+    res = CliRunner().invoke(app, ["run", "--targets", "airgap", "--targets-file", str(f), "--warehouse",
+                                   kw["warehouse"], "--site", kw["site"], "--results", kw["results"]])
+    assert res.exit_code == 0, res.output
+    assert "report:" in res.output and "index.html" in res.output and "airgap" in res.output
+    bad = CliRunner().invoke(app, ["run", "--targets", "nope", "--targets-file", str(f), "--warehouse", kw["warehouse"]])
+    assert bad.exit_code != 0 and "no target 'nope'" in (bad.output + str(bad.exception))
+
+
+@pytest.mark.parametrize("flag", ["--targets", "--profile", "--warehouse", "--site", "--results", "--skip"])
+def test_run_help_explains_options(flag):
+    res = CliRunner().invoke(app, ["run", "--help"])
+    assert res.exit_code == 0 and flag in res.output
