@@ -15,7 +15,8 @@ import torch
 from tasks.bundle import Environment, parse_bundle
 from tasks.canonical import canonical_json
 from tasks.probe import distributed, interconnect
-from tasks.probe.distributed import CPU_CI, MultiGpuConfig, allreduce_busbw_gbps, run_multi_gpu
+from tasks.probe.collectives import busbw_gbps
+from tasks.probe.distributed import CPU_CI, MultiGpuConfig, run_multi_gpu
 from tasks.probe.profiles import get_profile
 from tests.factories import bundle_doc
 
@@ -36,13 +37,8 @@ def assert_reaped(pids):
 
 
 @pytest.mark.parametrize("n, factor", [(1, 0.0), (2, 1.0), (4, 1.5), (8, 1.75)])
-def test_busbw_is_nccl_tests_ring_factor(n, factor):
-    assert allreduce_busbw_gbps(100.0, n) == pytest.approx(100.0 * factor)
-
-
-def test_busbw_rejects_zero_ranks():
-    with pytest.raises(ValueError, match="n must be >= 1"):
-        allreduce_busbw_gbps(1.0, 0)
+def test_busbw_is_nccl_tests_ring_factor(n, factor):  # A's formula, which the sweep uses
+    assert busbw_gbps(100.0, n) == pytest.approx(100.0 * factor)
 
 
 @pytest.mark.parametrize("field, value", [
@@ -176,6 +172,69 @@ def test_failing_ddp_rank_gives_a_failed_finetune_record():
     assert (rec["status"], rec["n_gpus"], rec["preset"]) == ("failed", 2, "tiny")
     assert "injected failure" in rec["message"]
     as_bundle(m, f, a)
+
+
+def test_oom_ladder_halves_the_micro_batch(monkeypatch):
+    """The parent's ladder (the worker's OOM classification is tested below): fake launches."""
+    seen = []
+
+    def fake_launch(kind, cfg, *, world, micro_batch, **kw):
+        seen.append((world, micro_batch))
+        if micro_batch > 2:
+            return {"ok": False, "error_kind": "oom", "message": f"OOM at micro-batch {micro_batch}"}
+        res = {"preset": "tiny", "strategy": "ddp", "n_gpus": world, "device": "cpu",
+               "step_time_s": [0.5] * 3, "tokens_per_s": world * micro_batch * 64 / 0.5 * (0.9 if world > 1 else 1),
+               "build_s": 0.1, "seq_len": 64, "micro_batch": micro_batch, "loss_first": 6.0, "loss_last": 5.0}
+        return {"ok": True, "result": res, "pids": []}
+
+    monkeypatch.setattr(distributed, "launch", fake_launch)
+    cfg = dataclasses.replace(CPU_CI, micro_batch=8, allreduce=False)
+    m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
+    assert seen == [(1, 8), (1, 4), (1, 2), (2, 2)]  # n=2 starts at the size that fit at n=1
+    assert [(x["task"], x["attempt"], x["state"]) for x in a] == [
+        ("finetune_ddp:tiny:n1", 1, "failed"), ("finetune_ddp:tiny:n1", 2, "failed"),
+        ("finetune_ddp:tiny:n1", 3, "completed"), ("finetune_ddp:tiny:n2", 1, "completed")]
+    assert [x["error_kind"] for x in a[:2]] == ["oom", "oom"]
+    assert f[1]["scaling_efficiency"] == pytest.approx(0.9)
+    as_bundle(m, f, a)
+
+
+def test_nothing_fits_is_not_applicable(monkeypatch):
+    monkeypatch.setattr(distributed, "launch", lambda *a, **k: {"ok": False, "error_kind": "oom",
+                                                                 "message": "OOM", "pids": []})
+    cfg = dataclasses.replace(CPU_CI, micro_batch=2, allreduce=False, baseline=False)
+    m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
+    assert [(x["attempt"], x["state"], x["error_kind"]) for x in a] == [
+        (1, "not_applicable", "oom"), (2, "not_applicable", "oom")]
+    assert f[0]["status"] == "not_applicable"
+    as_bundle(m, f, a)
+
+
+@pytest.mark.parametrize("exc, kind", [
+    (torch.OutOfMemoryError("CUDA out of memory"), "oom"),
+    (RuntimeError("Timed out waiting 2000ms for recv operation"), "timeout"),
+    (RuntimeError("NCCL error in: ProcessGroupNCCL.cpp, unhandled cuda error"), "cuda_error"),
+    (RuntimeError("Connection closed by peer"), "crash"),
+])
+def test_worker_classifies_rank_failures(exc, kind):
+    from tasks.probe.distributed_worker import classify
+
+    assert classify(exc) == kind
+
+
+def test_fsdp2_shards_the_tiny_preset_on_gloo():
+    cfg = dataclasses.replace(CPU_CI, strategy="fsdp2", baseline=False, allreduce=False,
+                              finetune_timed_steps=2)
+    _, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=90)
+    assert [x["state"] for x in a] == ["completed"], a
+    (rec,) = f
+    assert rec["n_gpus"] == 2 and "fsdp2" in rec["message"] and rec["loss_last"] < rec["loss_first"]
+    assert rec["scaling_efficiency"] is None  # no n=1 baseline was run: nothing to divide by
+
+
+def test_unknown_preset_fails_before_any_launch():
+    with pytest.raises(ValueError, match="unknown fine-tune preset 'nope'"):
+        run_multi_gpu(dataclasses.replace(CPU_CI, presets=("nope",)), backend="gloo", timeout_s=10)
 
 
 def test_interconnect_fingerprint_without_gpus_is_valid_extra():

@@ -20,19 +20,14 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tasks.probe.collectives import algbw_gbps, busbw_gbps  # A's formulas: algbw, algbw*2(n-1)/n
 from tasks.probe.distributed_launch import FORCED_ENV, launch  # noqa: F401  (FORCED_ENV re-exported)
+from tasks.probe.presets import get_preset
 from tasks.probe.record import attempt, iso_now, measurement
 from tasks.probe.timing import iqr, median, percentile
 
 BENCHMARK_VERSION = "1"  # bump when the sweep's method changes (sizes do not: they are params)
 STRATEGIES = ("ddp", "fsdp2", "auto")
-
-
-def allreduce_busbw_gbps(algbw_gbps: float, n: int) -> float:
-    """nccl-tests bus bandwidth of a ring all-reduce: algbw * 2(n-1)/n (PERFORMANCE.md, nccl-tests)."""
-    if n < 1:
-        raise ValueError(f"allreduce_busbw_gbps: n must be >= 1, got {n}")
-    return algbw_gbps * 2.0 * (n - 1) / n
 
 
 @dataclass(frozen=True)
@@ -53,7 +48,7 @@ class MultiGpuConfig:
     init_timeout_s: float = 120.0  # rendezvous + process-group init; a missing rank fails here
     collective_timeout_s: float = 300.0  # every collective (gloo timeout, NCCL watchdog)
     grace_s: float = 10.0  # after the first rank fails, how long the others get before SIGKILL
-    inject_failure: str | None = None  # tests only: "RANK:crash|raise|hang[:init|allreduce|finetune]"
+    inject_failure: str | None = None  # tests: "RANK:crash|raise|hang|oom[:init|allreduce|finetune]"
 
     def __post_init__(self):
         def bad(name: str, expected: str) -> ValueError:
@@ -78,8 +73,8 @@ class MultiGpuConfig:
         if self.strategy not in STRATEGIES:
             raise bad("strategy", f"one of {STRATEGIES}")
         if self.inject_failure is not None and self.inject_failure.split(":")[1:2] not in (
-                ["crash"], ["raise"], ["hang"]):
-            raise bad("inject_failure", "'RANK:crash|raise|hang[:init|allreduce|finetune]'")
+                ["crash"], ["raise"], ["hang"], ["oom"]):
+            raise bad("inject_failure", "'RANK:crash|raise|hang|oom[:init|allreduce|finetune]'")
 
 
 # CI on CPU: gloo, two ranks, tiny tensors, a few steps of the tiny preset.
@@ -104,7 +99,7 @@ def config_from(profile_cfg: Any) -> MultiGpuConfig:
     coll = getattr(profile_cfg, "collectives", None)
     if coll is not None:
         cfg = replace(cfg, allreduce_sizes_bytes=tuple(int(m) << 20 for m in coll.sizes_mib),
-                      allreduce_iters=max(1, int(coll.iters) // cfg.allreduce_repeats))
+                      allreduce_iters=int(coll.iters))  # per timed batch; repeats stay ours
     presets = getattr(profile_cfg, "finetune_presets", None)
     return replace(cfg, presets=tuple(presets)) if presets is not None else cfg
 
@@ -130,8 +125,8 @@ def _allreduce_records(result: dict, backend: str, world: int, cfg: MultiGpuConf
     out = []
     for row in result["sizes"]:
         size = row["bytes"]
-        algbw = [size / s / 1e9 for s in row["seconds"]]
-        busbw = [allreduce_busbw_gbps(a, world) for a in algbw]
+        algbw = [algbw_gbps(size, s) for s in row["seconds"]]
+        busbw = [busbw_gbps(a, world) for a in algbw]
         params = {"bytes": size, "size_mib": size / 2**20, "dtype": result["dtype"], "op": "sum",
                   "n_gpus": world, "backend": backend, "iters": cfg.allreduce_iters,
                   "nccl_nvls_enable": result["nccl_nvls_enable"]}
@@ -181,6 +176,8 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     alone, collectives skipped. `timeout_s` bounds the whole call; each launch gets what is left.
     """
     cfg = config_from(profile_cfg)
+    for preset in cfg.presets:
+        get_preset(preset)  # an unknown name fails here, naming it, before anything is launched
     plan = _plan(backend, nprocs)
     if isinstance(plan, str):
         return [], [], [attempt("allreduce", 1, "not_applicable", 0.0, message=plan,
@@ -190,15 +187,15 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     threads = max(1, (os.cpu_count() or 1) // world)  # per rank; no oversubscription of the cores
     measurements, finetunes, attempts = [], [], []
 
-    def run(task: str, kind: str, n: int, **kw) -> dict:
+    def run(task: str, kind: str, n: int, try_no: int = 1, **kw) -> dict:
         started, t = iso_now(), time.monotonic()
         left = end - t
         if left <= 1.0:
             out = {"ok": False, "error_kind": "timeout", "message": f"no time left of {timeout_s:g} s"}
         else:
             out = launch(kind, cfg, backend=backend, world=n, deadline_s=left, threads=threads, **kw)
-        state = "completed" if out["ok"] else ("not_applicable" if out["error_kind"] == "oom" else "failed")
-        attempts.append(attempt(task, 1, state, time.monotonic() - t, started_at=started,
+        attempts.append(attempt(task, try_no, "completed" if out["ok"] else "failed",
+                                time.monotonic() - t, started_at=started,
                                 error_kind=None if out["ok"] else out["error_kind"],
                                 message=None if out["ok"] else out["message"]))
         return out
@@ -210,17 +207,24 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     elif world == 1:
         attempts.append(attempt("allreduce", 1, "not_applicable", 0.0, started_at=iso_now(),
                                 message="world size 1: no collective to measure (n=1 baseline only)"))
-    strategy = cfg.strategy
     for preset in cfg.presets:
         baseline_tps = None
-        sizes = ([1] if cfg.baseline or world == 1 else []) + ([world] if world >= 2 else [])
-        for n in sizes:
-            out = run(f"finetune_ddp:{preset}:n{n}", "finetune", n, preset=preset, strategy=strategy)
+        micro_batch = cfg.micro_batch or get_preset(preset).micro_batch_max
+        for n in ([1] if cfg.baseline or world == 1 else []) + ([world] if world >= 2 else []):
+            task, first = f"finetune_ddp:{preset}:n{n}", len(attempts)
+            for try_no in range(1, 64):
+                out = run(task, "finetune", n, try_no, preset=preset, strategy=cfg.strategy,
+                          micro_batch=micro_batch)
+                if out["ok"] or out["error_kind"] != "oom" or micro_batch == 1:
+                    break
+                micro_batch //= 2  # OOM ladder (as B's fine-tune): halve, retry; n>1 starts here too
             if not out["ok"]:
+                if out["error_kind"] == "oom":  # not even micro-batch 1 fits: too small, not unreliable
+                    for a in attempts[first:]:
+                        a["state"] = "not_applicable"
                 finetunes.append(_failed_finetune(preset, n, backend, out))
                 continue
             rec = _finetune_record(out["result"], cfg, backend, baseline_tps)
-            if n == 1:
-                baseline_tps = rec["tokens_per_s"]
+            baseline_tps = rec["tokens_per_s"] if n == 1 else baseline_tps
             finetunes.append(rec)
     return measurements, finetunes, attempts

@@ -27,7 +27,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FORCED_ENV = {"NCCL_NVLS_ENABLE": "0"}  # NVLS multicast must stay off on the lent H200 hosts (KINDS.md)
-INJECT_ENV = "COSTGAP_DIST_INJECT"  # tests: "RANK:crash|raise|hang[:init|work]", read by the worker
+INJECT_ENV = "COSTGAP_DIST_INJECT"  # tests: fault injection, read by the worker (see there)
 
 
 def _child_env(rank: int, world: int, port: int, job: dict[str, Any], cfg,
@@ -55,7 +55,8 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
-           preset: str | None = None, strategy: str = "ddp", threads: int = 1) -> dict[str, Any]:
+           preset: str | None = None, strategy: str = "ddp", threads: int = 1,
+           micro_batch: int | None = None) -> dict[str, Any]:
     """Run one job on `world` ranks, `threads` CPU threads each (the same for n=1 and n: fair on CPU).
 
     Returns {"ok": True, "result", "pids"} or {"ok": False, "error_kind", "message", "pids"}.
@@ -66,7 +67,7 @@ def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
                           timeout=timedelta(seconds=cfg.init_timeout_s))
     with tempfile.TemporaryDirectory(prefix="costgap-dist-") as tmp:
         job = {"job": job_kind, "backend": backend, "config": asdict(cfg), "preset": preset,
-               "strategy": strategy, "result_dir": tmp, "store_prefix": uuid.uuid4().hex}
+               "strategy": strategy, "micro_batch": micro_batch, "result_dir": tmp, "store_prefix": uuid.uuid4().hex}
         procs, logs = [], []
         for rank in range(world):
             log = open(Path(tmp) / f"rank{rank}.log", "wb")

@@ -27,13 +27,15 @@ import torch.distributed as dist
 
 # What the launcher handed this rank, read before main() re-asserts it (the sweep reports it).
 NVLS_AT_START = os.environ.get("NCCL_NVLS_ENABLE")
-INJECT_ENV = "COSTGAP_DIST_INJECT"  # "RANK:MODE[:WHERE]"; MODE crash|raise|hang; WHERE init|allreduce|finetune
+# Tests: "RANK:MODE[:WHERE]", MODE crash | raise | hang | oom, WHERE init | allreduce | finetune.
+INJECT_ENV = "COSTGAP_DIST_INJECT"
 
 
-def _inject(where: str, rank: int) -> None:
+def _inject(where: str, rank: int, micro_batch: int = 1) -> None:
     """Fault injection for tests: make one rank crash (os._exit), raise or hang at `where`.
 
-    Without WHERE the fault fires in whichever job runs, after the process group is up."""
+    Without WHERE the fault fires in whichever job runs, after the process group is up. "oom"
+    raises torch.OutOfMemoryError while the micro-batch is above 1 (the OOM ladder's test)."""
     spec = os.environ.get(INJECT_ENV, "")
     if not spec:
         return
@@ -48,10 +50,14 @@ def _inject(where: str, rank: int) -> None:
         os._exit(13)
     if mode == "raise":
         raise RuntimeError(f"rank {rank}: injected failure at {where}")
+    if mode == "oom":
+        if micro_batch > 1:
+            raise torch.OutOfMemoryError(f"rank {rank}: injected out of memory at micro-batch {micro_batch}")
+        return
     if mode == "hang":
         while True:  # killed by the launcher's deadline
             time.sleep(1)
-    raise ValueError(f"{INJECT_ENV}={spec!r}: mode must be crash, raise or hang")
+    raise ValueError(f"{INJECT_ENV}={spec!r}: mode must be crash, raise, hang or oom")
 
 
 def classify(exc: BaseException) -> str:
@@ -167,7 +173,7 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     cap = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
     precision, _ = train.choose_precision(device.type, cap)
     seq_len = min(cfg["seq_len"] or p.seq_len, p.seq_len)
-    micro_batch = cfg["micro_batch"] or p.micro_batch_max
+    micro_batch = job.get("micro_batch") or cfg["micro_batch"] or p.micro_batch_max
     strategy = _strategy(job["strategy"], p, micro_batch, precision, device)
     model, _, meta = presets.build_preset(p.name, device, precision=precision, seed=0)
     model = _wrap(model, strategy, device)
@@ -187,7 +193,7 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     for i in range(cfg["finetune_warmup_steps"]):
         loss = step(next_batch())
         first_loss = float(loss) if first_loss is None else first_loss
-    _inject("finetune", rank)  # tests: one rank dies while the others are inside DDP's all-reduce
+    _inject("finetune", rank, micro_batch)  # tests: one rank dies while the others are inside DDP's all-reduce
     out = train.timed_phase(step, next_batch, tokens_per_step=micro_batch * seq_len, device=str(device),
                             fixed_steps=cfg["finetune_timed_steps"])
     times = _max_across_ranks(out["step_time_s"], device)
