@@ -24,11 +24,15 @@ def ingest(
     lock_timeout_s: float = typer.Option(
         60.0, "--lock-timeout", help="Seconds to wait for another costgap process to release the "
         "warehouse before giving up with a clear message."),
+    batch_size: int = typer.Option(
+        500, "--batch-size", min=1, help="Bundles per transaction (validated together, committed "
+        "together; the write lock is released between batches)."),
 ) -> None:
     """Land bundles: validated, idempotent (same bundle twice adds nothing), atomic per batch."""
     from tasks.land import land_into
 
-    summary = land_into(warehouse_path(warehouse), paths, source="cli", timeout_s=lock_timeout_s)
+    summary = land_into(warehouse_path(warehouse), paths, source="cli", timeout_s=lock_timeout_s,
+                        batch_size=batch_size)
     typer.echo(summary.as_text())
     if not summary.ok:
         raise typer.Exit(code=1)

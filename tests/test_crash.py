@@ -1,0 +1,85 @@
+"""Crash safety: a real `costgap ingest` SIGKILLed at each landing point leaves the warehouse at
+its last committed state; re-running lands the rest, with no duplicate rows.
+
+The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/land.py (CRASH_POINTS)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tasks.land import CRASH_POINTS, land_into
+from tests.conftest import REPO
+from tests.factories import bundle_doc, write_bundle
+from warehouse.db import connect
+
+BATCH = 4  # bundles per transaction in these tests; 10 bundles = 3 batches
+N = 10
+
+# (hook value, runs committed when the process dies)
+POINTS = [(p, 0) for p in CRASH_POINTS if p != "committed"] + [("committed", BATCH),
+                                                                ("before_commit:2", BATCH)]
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bundles")
+    for i in range(N):
+        tel = {"t": [0.0, 1.0], "gpu": [0, 0], "util": [10.0, 20.0], "mem_util": [1.0, 1.0],
+               "power_w": [50.0, 60.0], "sm_clock_mhz": [900.0, 900.0], "temp_c": [40.0, 41.0]}
+        write_bundle(folder, bundle_doc(seq=i, telemetry=tel))
+    return folder
+
+
+def facts(wh: str) -> dict[str, int]:
+    con = connect(wh, read_only=True)
+    try:
+        out = {t: con.execute(f"select count(*) from {t}").fetchall()[0][0]
+               for t in ("runs", "attempts", "measurements", "finetunes", "telemetry",
+                         "land_batches", "validation_results")}
+        out["orphans"] = con.execute(
+            "select count(*) from measurements m anti join runs r using (run_id)").fetchall()[0][0]
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def crashed(bundles, tmp_path_factory):
+    """Every kill point at once (one warehouse each, processes in parallel: the box is small)."""
+    procs = {}
+    for point, _ in POINTS:
+        wh = str(tmp_path_factory.mktemp("crash") / "wh.duckdb")
+        connect(wh).close()  # the previous committed state: an empty, migrated warehouse
+        env = dict(os.environ, COSTGAP_CRASH_AT=point)
+        procs[point] = (wh, subprocess.Popen(
+            [sys.executable, "-m", "flows.cli", "ingest", str(bundles), "--warehouse", wh,
+             "--batch-size", str(BATCH)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    out = {}
+    for point, (wh, proc) in procs.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        out[point] = (wh, proc.returncode, stdout + stderr)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point, committed", POINTS, ids=[p for p, _ in POINTS])
+def test_sigkill_leaves_last_committed_state(bundles, crashed, point, committed):
+    wh, returncode, output = crashed[point]
+    assert returncode == -signal.SIGKILL, (returncode, output)
+    state = facts(wh)
+    assert state["runs"] == committed
+    assert state["measurements"] == 2 * committed and state["telemetry"] == 2 * committed
+    assert state["attempts"] == 2 * committed and state["orphans"] == 0
+    assert state["land_batches"] == committed // BATCH
+    summary = land_into(wh, [str(bundles)], batch_size=BATCH)  # the re-run lands the rest
+    assert summary.ok and len(summary.landed) == N - committed
+    assert len(summary.duplicates) == committed
+    final = facts(wh)
+    assert final["runs"] == N and final["measurements"] == 2 * N and final["telemetry"] == 2 * N
+    assert final["attempts"] == 2 * N and final["finetunes"] == N
