@@ -77,11 +77,14 @@ def render(page: Page, data: ReportData) -> str:
     )
 
 
+_SCOPES = {"run": "run(s)", "price_import": "price import(s)", "target": "target description(s)"}
+
+
 def _provenance_banner(data: ReportData) -> str:
     if not data.provenance.rows:
         return ""
-    items = "".join(f"<li><b>{esc(r['items'])} {esc(r['scope'])} row(s) are {esc(r['label'])}</b>: {esc(r['note'])}</li>"
-                    for r in data.provenance.rows)
+    items = "".join(f"<li><b>{esc(r['label'].capitalize())}: {esc(r['items'])} {esc(_SCOPES.get(r['scope'], r['scope']))}</b>"
+                    f" — {esc(r['note'])}</li>" for r in data.provenance.rows)
     return f'<div class="banner"><b>Not everything here was measured.</b><ul>{items}</ul></div>'
 
 
@@ -125,7 +128,7 @@ def overview(data: ReportData) -> Page:
                 "runs": r.get("runs"), "last": r.get("last_run_at"), "_base": r.get("is_baseline"),
             })
         cols = [("target", "Target"), ("preset", "Preset"), ("cost", f"Cost / 1M tok ({data.cost.rows[0].get('currency') or ''})"),
-                ("interval", "Interval"), ("gap", f"Gap vs {data.baseline}"), ("price", "Price"), ("age", "Price age"),
+                ("interval", "90% interval"), ("gap", f"Gap vs {data.baseline}"), ("price", "Price"), ("age", "Price age"),
                 ("rerun", "Rerun rate"), ("runs", "Runs"), ("last", "Last run")]
         out = table(cols, rows, numeric=("cost", "interval", "gap", "price", "age", "rerun", "runs"),
                     row_class=lambda r: "base" if r.get("_base") else "")
