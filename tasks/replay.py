@@ -8,6 +8,9 @@ their stored imports (tasks.pricing.replay_imports, where the pricing package pr
 finally the file is swapped in with os.replace while holding the old file's write lock: a
 reader sees the old warehouse or the new one, never a half-built one. A crash before the swap
 leaves the old warehouse untouched (and a stray *.rebuild-* file that the next rebuild removes).
+
+Records no bundle holds are carried over from the old warehouse (CARRY_OVER): Prefect's view
+of attempts whose bundle never arrived, the compare flow's dispatch log and provenance labels.
 """
 
 from __future__ import annotations
@@ -22,18 +25,55 @@ from tasks.land import BATCH_SIZE, LandSummary, land_paths
 from warehouse.db import DEFAULT_TIMEOUT_S, connect, writing
 
 
+# (table, filter): operational rows that come from Prefect or the user, not from any bundle
+CARRY_OVER = (
+    ("attempts", "source = 'prefect'"),
+    ("dispatches", "true"),
+    ("provenance", "true"),
+)
+
+
 @dataclass
 class RebuildResult:
     summary: LandSummary
     prices_replayed: str  # what the price replay did, or why it did not run
+    carried: dict[str, int]  # table -> rows carried over from the old warehouse
 
 
 def _replay_prices(con, results_url: str) -> str:
-    try:
-        from tasks.pricing import replay_imports  # owned by the pricing area
-    except ImportError:
+    import tasks.pricing as pricing  # owned by the pricing area
+
+    replay = getattr(pricing, "replay_imports", None)
+    if replay is None:
         return "prices not replayed: tasks.pricing.replay_imports is not available"
-    return f"prices replayed: {replay_imports(con, results_url)}"
+    return f"prices replayed: {replay(con, results_url)}"
+
+
+def _carry_over(old_path: Path, timeout_s: float) -> dict:
+    """Read the CARRY_OVER rows of the old warehouse (as pandas frames, per table)."""
+    if not old_path.exists():
+        return {}
+    frames = {}
+    with writing(str(old_path), timeout_s=timeout_s) as old:
+        tables = {r[0] for r in old.execute(
+            "select table_name from information_schema.tables").fetchall()}
+        for table, where in CARRY_OVER:
+            if table in tables:
+                frames[table] = old.execute(f"select * from {table} where {where}").df()
+    return frames
+
+
+def _insert_frames(con, frames: dict) -> dict[str, int]:
+    carried = {}
+    for table, df in frames.items():
+        if len(df):
+            con.register("carry_frame", df)
+            try:
+                con.execute(f"insert into {table} by name select * from carry_frame")
+            finally:
+                con.unregister("carry_frame")
+        carried[table] = len(df)
+    return carried
 
 
 def rebuild(results_url: str, warehouse: str, *, batch_size: int = BATCH_SIZE,
@@ -45,9 +85,11 @@ def rebuild(results_url: str, warehouse: str, *, batch_size: int = BATCH_SIZE,
         os.remove(stale)
     tmp = Path(f"{target}.rebuild-{uuid.uuid4().hex[:8]}")
     try:
+        frames = _carry_over(target, timeout_s)
         con = connect(str(tmp))
         try:
             summary = land_paths(con, [results_url], source="rebuild", batch_size=batch_size)
+            carried = _insert_frames(con, frames)
             prices = _replay_prices(con, results_url)
             con.execute("checkpoint")
         finally:
@@ -62,4 +104,4 @@ def rebuild(results_url: str, warehouse: str, *, batch_size: int = BATCH_SIZE,
         for leftover in (tmp, Path(f"{tmp}.wal")):
             if leftover.exists():
                 leftover.unlink()
-    return RebuildResult(summary, prices)
+    return RebuildResult(summary, prices, carried)

@@ -37,6 +37,9 @@ def rebuild(
     typer.echo(f"rebuilt {warehouse_path(warehouse)} from {url} ({len(files)} files)")
     typer.echo(result.summary.as_text())
     typer.echo(result.prices_replayed)
+    if any(result.carried.values()):
+        typer.echo("carried over (not in any bundle): "
+                   + ", ".join(f"{t} {n}" for t, n in result.carried.items() if n))
     if not result.summary.ok:
         raise typer.Exit(code=1)
 
