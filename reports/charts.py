@@ -172,17 +172,23 @@ def failure_rate_lines(weekly: Rows) -> dict:
 
 
 def outcome_bars(weekly: Rows) -> dict:
-    """Attempts per week stacked by outcome (completed or the failure kind)."""
-    chart = alt.Chart(_data(weekly, ("target", "week", "outcome", "attempts"))).mark_bar().encode(
-        x=alt.X("week:T", title=None), y=alt.Y("sum(attempts):Q", title="attempts"),
+    """Attempts per week stacked by outcome (completed or the failure kind), one row per target."""
+    weeks = len({r["week"] for r in weekly}) or 1
+    chart = alt.Chart().mark_bar(width=max(2, min(14, int(0.6 * CHART_WIDTH / weeks)))).encode(
+        x=alt.X("week:T", title=None), y=alt.Y("sum(attempts):Q", title="attempts", axis=alt.Axis(tickMinStep=1, format="d")),
         color=alt.Color("outcome:N", scale=alt.Scale(scheme="tableau10")),
-        tooltip=["target:N", "week:T", "outcome:N", alt.Tooltip("sum(attempts):Q", title="attempts")])
-    return _spec(chart.properties(width=CHART_WIDTH, height=200))
+        tooltip=["target:N", "week:T", "outcome:N", alt.Tooltip("sum(attempts):Q", title="attempts")],
+    ).properties(width=CHART_WIDTH, height=70)
+    faceted = alt.FacetChart(data=_data(weekly, ("target", "week", "outcome", "attempts")), spec=chart,
+                             facet=alt.Facet("target:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left",
+                                                                                         labelLimit=200)),
+                             columns=1).resolve_scale(y="independent")
+    return _spec(faceted)
 
 
 def failure_kind_bars(kinds: Rows) -> dict:
     chart = alt.Chart(_data(kinds, ("target", "error_kind", "failures", "task"))).mark_bar().encode(
-        y=alt.Y("target:N", title=None, axis=alt.Axis(labelLimit=260)), x=alt.X("sum(failures):Q", title="failed attempts"),
+        y=alt.Y("target:N", title=None, axis=alt.Axis(labelLimit=260)), x=alt.X("sum(failures):Q", title="failed attempts", axis=alt.Axis(tickMinStep=1, format="d")),
         color=alt.Color("error_kind:N", title="failure kind"), tooltip=["target:N", "error_kind:N", "failures:Q", "task:N"])
     return _spec(chart.properties(width=CHART_WIDTH, height=max(60, 26 * len({k["target"] for k in kinds}))))
 

@@ -201,8 +201,10 @@ def over_time(data: ReportData) -> Page:
         [dict(r, target=_target_link(r["target"])) for r in data.env_changes.rows[-100:]]), "environment changes"))
     p.h2("Price changes")
     p.card(_section(data.price_changes, lambda: table(
-        [("changed_at", "Effective from"), ("target", "Target"), ("price_per_hour", "Price / h"), ("currency", "Currency"),
-         ("source", "Source")], data.price_changes.rows[-100:], numeric=("price_per_hour",)), "price changes"))
+        [("changed_at", "Effective from"), ("target", "Target"), ("previous_price", "Before / h"), ("price_per_hour", "After / h"),
+         ("currency", "Currency"), ("source", "Source")],
+        [dict(r, target=_target_link(r["target"])) for r in data.price_changes.rows[-100:]],
+        numeric=("previous_price", "price_per_hour")), "price changes"))
     return p
 
 
@@ -262,9 +264,12 @@ def hardware(data: ReportData) -> Page:
     p.h2("All hardware figures")
     p.card(_section(data.efficiency, lambda: table(
         [("family", "Family"), ("target", "Target"), ("benchmark", "Benchmark"), ("metric", "Metric"), ("value", "Value"),
-         ("unit", "Unit"), ("peak", "Peak"), ("efficiency", "Achieved ÷ peak"), ("n", "Runs")],
-        [dict(r, target=_target_link(r["target"]), efficiency=_pct(r.get("efficiency")) if r.get("efficiency") is not None else None)
-         for r in eff if r["family"] != "Feed"], numeric=("value", "peak", "efficiency", "n"), scroll=True), "measurements"))
+         ("unit", "Unit"), ("peak", "Peak"), ("efficiency", "Achieved ÷ peak"), ("n", "Runs"), ("throttled_runs", "Ran throttled")],
+        [dict(r, target=_target_link(r["target"]),
+              efficiency=Raw(esc(f"{r['efficiency']:.1%}")) if r.get("efficiency") is not None else None,
+              throttled_runs=badge(str(r["throttled_runs"]), "warn") if r.get("throttled_runs") else 0)
+         for r in eff if r["family"] != "Feed"], numeric=("value", "peak", "efficiency", "n", "throttled_runs"), scroll=True),
+        "measurements"))
     feed = [r for r in eff if r["family"] == "Feed"]
     p.h2("DataLoader and storage feed")
     p.card(_section(Section(rows=feed, note=data.efficiency.note), lambda: table(
@@ -360,12 +365,13 @@ def target_pages(data: ReportData) -> list[Page]:
         def run_table(runs: Rows = runs) -> str:
             total = runs[0]["total"]
             rows = [dict(r, run_id=Raw(f'<span class="mono">{esc(str(r["run_id"])[:12])}</span>'),
+                         steady=badge("unstable", "warn") if r.get("steady") is False else r.get("steady"),
                          environment_id=Raw(f'<span class="mono">{esc(str(r["environment_id"])[:8])}</span>'),
                          provenance=badge(r["provenance"], "warn") if r.get("provenance") else "measured")
                     for r in runs]
             return (f"<p>{esc(total)} run(s); newest {len(rows)} shown.</p>" + table(
                 [("started_at", "Started"), ("run_id", "Run"), ("profile", "Profile"), ("status", "Status"),
-                 ("presets", "Presets"), ("tokens_per_s", "Tokens/s"), ("mfu", "MFU"), ("attempts", "Attempts"),
+                 ("presets", "Presets"), ("tokens_per_s", "Tokens/s"), ("mfu", "MFU"), ("steady", "Steady"), ("attempts", "Attempts"),
                  ("failed_attempts", "Failed"), ("environment_id", "Env"), ("origin_kind", "Origin"),
                  ("provenance", "Data")], rows, numeric=("tokens_per_s", "mfu", "attempts", "failed_attempts"), scroll=True))
         p.card(_section(Section(rows=runs, note=data.runs.note), run_table, "runs"))

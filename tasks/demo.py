@@ -33,7 +33,7 @@ from tasks.canonical import canonical_json, seal
 
 SYNTHETIC_NOTE = ("derived by costgap demo from a committed, measured sample bundle: time-shifted, throughput "
                   "scaled by a small jitter and an 'older stack' factor, some OOM attempts injected; not measured")
-PRICE_NOTE = "illustrative prices for the demo (not a quote from any provider), with one price cut half way"
+PRICE_NOTE = "illustrative prices for the demo (not a quote from any provider), with one 15% price cut"
 TARGET_NOTE = "provider, region and instance type invented by costgap demo so that the price book can join"
 # Illustrative on-demand USD/h by GPU family: rough public list-price levels seen in 2025-2026, not quotes.
 ILLUSTRATIVE_USD_PER_HOUR = {"H200": 3.80, "H100": 2.99, "A100": 1.79, "L40S": 1.25, "A10": 0.75, None: 0.12}
@@ -47,8 +47,9 @@ class DemoConfig:
     runs_per_week: int = 2  # per sample; two points a week keep the weekly medians visibly noisy
     jitter: float = 0.02  # +-2% run-to-run throughput: the spread real quick runs show on one host
     older_stack_factor: float = 0.92  # first half runs on an "older stack" 8% slower: an env change to find
-    failure_every: int = 6  # every n-th synthetic run gets one injected OOM attempt (rerun rate ~15%)
-    price_cut: float = 0.85  # the illustrative price drops 15% half way: a price change to explain
+    failure_every: int = 6  # on average one synthetic run in n gets an injected OOM attempt
+    price_cut: float = 0.85  # the illustrative price drops 15%: a price change to explain
+    price_cut_at: float = 0.7  # ...at 70% of the history, apart from the environment change at 50%
     seed: int = 7  # the demo is reproducible from its name alone
 
     def __post_init__(self) -> None:
@@ -58,8 +59,9 @@ class DemoConfig:
             raise ValueError("DemoConfig.runs_per_week and failure_every must be >= 1")
         if not 0 <= self.jitter < 0.5:
             raise ValueError(f"DemoConfig.jitter = {self.jitter}: expected 0 <= jitter < 0.5")
-        if not 0 < self.older_stack_factor <= 1 or not 0 < self.price_cut <= 1:
-            raise ValueError("DemoConfig.older_stack_factor and price_cut must be in (0, 1]")
+        for name in ("older_stack_factor", "price_cut", "price_cut_at"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"DemoConfig.{name} = {getattr(self, name)}: expected a value in (0, 1]")
 
 
 @dataclass
@@ -89,7 +91,6 @@ def _t(s: str) -> datetime:
 def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> list[dict[str, Any]]:
     """Earlier runs derived from one measured bundle (plain dicts, sealed; newest last)."""
     out = []
-    t_end = _t(sample["started_at"])
     n = cfg.weeks * cfg.runs_per_week
     for k in range(n, 0, -1):
         doc = copy.deepcopy(sample)
@@ -117,7 +118,7 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> l
                         ft[name] = min(1.0, ft[name] * factor) if name == "mfu" else ft[name] / factor
         for m in doc.get("measurements", []):
             m["value"] *= min(1.0, 1 + rng.uniform(-cfg.jitter, cfg.jitter / 4))  # never above the measured
-        if k % cfg.failure_every == 0:
+        if rng.random() < 1.0 / cfg.failure_every:
             tasks = [a for a in doc["attempts"] if str(a["task"]).startswith("finetune")]
             if tasks:
                 first = tasks[0]
@@ -128,7 +129,6 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> l
                     "message": "synthetic OOM injected by costgap demo", "duration_s": 3.0})
         doc["origin"] = {"kind": "import", "host": "costgap-demo (synthetic)"}
         out.append(seal(doc))
-    _ = t_end
     return out
 
 
@@ -145,7 +145,7 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
     from tasks.pricing.book import import_rows
 
     fetched = end
-    cut = start + (end - start) / 2
+    cut = start + (end - start) * cfg.price_cut_at
     rows = []
     for target, gpu in sorted(targets.items()):
         usd = ILLUSTRATIVE_USD_PER_HOUR[_family(gpu)]

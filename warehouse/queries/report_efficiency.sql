@@ -2,6 +2,7 @@
 -- before that target's latest run (a roofline-style summary, a few rows per target).
 with m as (
     select r.target, r.started_at, m.benchmark, m.metric, m.unit, m.value, m.peak, m.efficiency,
+           coalesce(len(m.throttle_reasons), 0) > 0 as throttled,
            lower(m.benchmark || ' ' || m.metric) as name
     from measurements m
     join runs r using (run_id)
@@ -23,7 +24,7 @@ kinds as (
 final as (
     select target, family, benchmark, metric, any_value(unit) as unit,
            median(value) as value, median(peak) as peak, median(efficiency) as efficiency,
-           count(*) as n
+           count(*) as n, count(*) filter (where throttled) as throttled_runs
     from kinds
     where started_at >= latest - to_days(cast($days as integer))
     group by target, family, benchmark, metric
