@@ -44,7 +44,7 @@ def test_busbw_is_nccl_tests_ring_factor(n, factor):  # A's formula, which the s
 @pytest.mark.parametrize("field, value", [
     ("allreduce_sizes_bytes", ()), ("allreduce_dtype", "int8"), ("allreduce_repeats", 0),
     ("finetune_warmup_steps", -1), ("collective_timeout_s", 0), ("strategy", "zero3"),
-    ("micro_batch", 0), ("inject_failure", "1:explode"),
+    ("micro_batch", 0), ("inject_failure", "1:explode"), ("inject_failure", "one:crash"),
 ])
 def test_config_names_the_bad_field(field, value):
     with pytest.raises(ValueError, match=f"MultiGpuConfig.{field} = "):
@@ -74,6 +74,21 @@ def test_fewer_than_two_gpus_is_not_applicable_and_launches_nothing(monkeypatch)
         assert [(x["task"], x["state"]) for x in a] == [("allreduce", "not_applicable")]
         assert f"this host has {gpus}" in a[0]["message"]
         as_bundle(m, f, a)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert run_multi_gpu("quick", nprocs=1, timeout_s=60)[2][0]["state"] == "not_applicable"  # no GPU
+
+
+def test_one_gpu_with_nprocs_1_runs_the_baseline_alone(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(distributed, "launch", lambda kind, cfg, **kw: calls.append((kind, kw["world"],
+                        kw["backend"])) or {"ok": False, "error_kind": "crash", "message": "x", "pids": []})
+    _, f, a = run_multi_gpu(dataclasses.replace(CPU_CI, presets=("tiny",)), nprocs=1, timeout_s=60)
+    assert calls == [("finetune", 1, "nccl")]  # no all-reduce launch, one n=1 fine-tune
+    assert [(x["task"], x["state"]) for x in a] == [("allreduce", "not_applicable"),
+                                                    ("finetune_ddp:tiny:n1", "failed")]
 
 
 def test_nccl_beyond_visible_gpus_is_refused(monkeypatch):
@@ -220,6 +235,15 @@ def test_worker_classifies_rank_failures(exc, kind):
     from tasks.probe.distributed_worker import classify
 
     assert classify(exc) == kind
+
+
+def test_a_rank_killed_without_report_is_classified_from_its_log():
+    """NCCL's watchdog aborts a rank on a collective timeout: no report, only its log says why."""
+    from tasks.probe.distributed_launch import classify_text
+
+    log = "[rank1]:[E ProcessGroupNCCL.cpp:632] Watchdog caught collective operation timeout: ..."
+    assert classify_text(log) == "timeout"
+    assert classify_text("Fatal Python error: Segmentation fault") == "crash"
 
 
 def test_fsdp2_shards_the_tiny_preset_on_gloo():

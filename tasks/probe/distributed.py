@@ -72,16 +72,17 @@ class MultiGpuConfig:
                 raise bad(name, "a number of seconds > 0")
         if self.strategy not in STRATEGIES:
             raise bad("strategy", f"one of {STRATEGIES}")
-        if self.inject_failure is not None and self.inject_failure.split(":")[1:2] not in (
-                ["crash"], ["raise"], ["hang"], ["oom"]):
+        spec = (self.inject_failure or "").split(":")
+        if self.inject_failure is not None and (not spec[0].isdigit() or spec[1:2] not in (
+                ["crash"], ["raise"], ["hang"], ["oom"])):
             raise bad("inject_failure", "'RANK:crash|raise|hang|oom[:init|allreduce|finetune]'")
 
 
 # CI on CPU: gloo, two ranks, tiny tensors, a few steps of the tiny preset.
-CPU_CI = MultiGpuConfig(allreduce_sizes_bytes=(4096, 1 << 16), allreduce_warmup=1, allreduce_repeats=3,
-                        allreduce_iters=2, presets=("tiny",), finetune_warmup_steps=1,
-                        finetune_timed_steps=3, micro_batch=1, seq_len=64, init_timeout_s=30.0, collective_timeout_s=30.0,
-                        grace_s=3.0)
+CPU_CI = MultiGpuConfig(
+    allreduce_sizes_bytes=(4096, 1 << 16), allreduce_warmup=1, allreduce_repeats=3, allreduce_iters=2,
+    presets=("tiny",), finetune_warmup_steps=1, finetune_timed_steps=3, micro_batch=1, seq_len=64,
+    init_timeout_s=30.0, collective_timeout_s=30.0, grace_s=3.0)
 
 
 def config_from(profile_cfg: Any) -> MultiGpuConfig:
@@ -110,7 +111,7 @@ def _plan(backend: str | None, nprocs: int | None) -> tuple[str, int] | str:
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if backend is None:
-        if gpus < 2 and nprocs != 1:
+        if gpus == 0 or (gpus < 2 and nprocs != 1):
             return f"the multi-GPU probe needs >= 2 visible GPUs; this host has {gpus}"
         backend = "nccl"
     if backend not in ("nccl", "gloo"):
@@ -183,6 +184,8 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
         return [], [], [attempt("allreduce", 1, "not_applicable", 0.0, message=plan,
                                 started_at=iso_now())]
     backend, world = plan
+    if backend == "nccl":
+        _release_parent_cuda()
     end = time.monotonic() + timeout_s
     threads = max(1, (os.cpu_count() or 1) // world)  # per rank; no oversubscription of the cores
     measurements, finetunes, attempts = [], [], []
@@ -228,3 +231,15 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
             baseline_tps = rec["tokens_per_s"] if n == 1 else baseline_tps
             finetunes.append(rec)
     return measurements, finetunes, attempts
+
+
+def _release_parent_cuda() -> None:
+    """Hand this process's cached GPU memory back before the ranks start: rank 0 shares GPU 0 with
+    whatever the probe ran here before (the single-GPU fine-tune leaves its cache allocated)."""
+    import gc
+
+    import torch
+
+    if torch.cuda.is_initialized():
+        gc.collect()
+        torch.cuda.empty_cache()

@@ -109,6 +109,18 @@ def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
             "pids": pids}
 
 
+def classify_text(text: str) -> str:
+    """Bundle error_kind from an exception's text or a dead rank's log (e.g. NCCL's watchdog abort)."""
+    low = text.lower()
+    if "out of memory" in low or "outofmemoryerror" in low:
+        return "oom"
+    if "timed out" in low or "timeout" in low or "deadline" in low:
+        return "timeout"
+    if "cuda error" in low or "nccl error" in low or "cudaerror" in low or "ncclsystemerror" in low:
+        return "cuda_error"
+    return "crash"
+
+
 def _read(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
@@ -116,12 +128,13 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def _tail(path: Path, lines: int = 3) -> str:
+def _tail(path: Path, lines: int = 3) -> tuple[str, str]:
+    """(last `lines` lines joined, last 20 kB for classification) of a rank's log."""
     try:
-        text = path.read_text(errors="replace").strip().splitlines()
+        text = path.read_text(errors="replace").strip()
     except OSError:
-        return ""
-    return " | ".join(text[-lines:])[-600:]
+        return "", ""
+    return " | ".join(text.splitlines()[-lines:])[-600:], text[-20000:]
 
 
 def _failure(procs, exited, killed, reports, tails, timed_out, deadline_s, grace_s) -> dict[str, Any]:
@@ -136,15 +149,16 @@ def _failure(procs, exited, killed, reports, tails, timed_out, deadline_s, grace
         elif rep and not rep.get("ok"):
             why = f"{rep.get('error_kind')}: {rep.get('message')}"
         elif procs[r].returncode != 0:
-            why = f"exited with code {procs[r].returncode} without a report: {tails[r]}"
+            why = f"exited with code {procs[r].returncode} without a report: {tails[r][0]}"
         else:
             why = "ok"
         notes.append(f"rank {r}: {why}")
-    if timed_out or not failed:
-        kind = "timeout"
-        head = f"launch exceeded its {deadline_s:.0f} s deadline" if timed_out else "no rank reported"
+    if timed_out:
+        kind, head = "timeout", f"launch exceeded its {deadline_s:.0f} s deadline"
+    elif not failed:
+        kind, head = "crash", "every rank exited 0 but rank 0 left no result"
     else:
         rep = reports[failed[0]]
-        kind = rep.get("error_kind", "crash") if rep and not rep.get("ok") else "crash"
+        kind = rep.get("error_kind", "crash") if rep and not rep.get("ok") else classify_text(tails[failed[0]][1])
         head = f"rank {failed[0]} failed first"
     return {"ok": False, "error_kind": kind, "message": (head + "; " + "; ".join(notes))[:4000]}

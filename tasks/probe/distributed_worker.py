@@ -25,17 +25,19 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from tasks.probe.distributed_launch import INJECT_ENV, classify_text
+
 # What the launcher handed this rank, read before main() re-asserts it (the sweep reports it).
 NVLS_AT_START = os.environ.get("NCCL_NVLS_ENABLE")
-# Tests: "RANK:MODE[:WHERE]", MODE crash | raise | hang | oom, WHERE init | allreduce | finetune.
-INJECT_ENV = "COSTGAP_DIST_INJECT"
 
 
 def _inject(where: str, rank: int, micro_batch: int = 1) -> None:
     """Fault injection for tests: make one rank crash (os._exit), raise or hang at `where`.
 
-    Without WHERE the fault fires in whichever job runs, after the process group is up. "oom"
-    raises torch.OutOfMemoryError while the micro-batch is above 1 (the OOM ladder's test)."""
+    INJECT_ENV holds "RANK:MODE[:WHERE]", MODE crash | raise | hang | oom, WHERE init | allreduce |
+    finetune. Without WHERE the fault fires in whichever job runs, after the process group is up.
+    "oom" raises torch.OutOfMemoryError while the micro-batch is above 1.
+    """
     spec = os.environ.get(INJECT_ENV, "")
     if not spec:
         return
@@ -62,14 +64,9 @@ def _inject(where: str, rank: int, micro_batch: int = 1) -> None:
 
 def classify(exc: BaseException) -> str:
     """Bundle error_kind for an exception raised inside a rank."""
-    text = f"{type(exc).__name__}: {exc}".lower()
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text:
+    if isinstance(exc, torch.OutOfMemoryError):
         return "oom"
-    if "timed out" in text or "timeout" in text or "deadline" in text:
-        return "timeout"
-    if "cuda error" in text or "nccl error" in text or "cudaerror" in text:
-        return "cuda_error"
-    return "crash"
+    return classify_text(f"{type(exc).__name__}: {exc}")
 
 
 def _write(result_dir: Path, rank: int, doc: dict[str, Any]) -> None:
@@ -101,7 +98,8 @@ def allreduce_sweep(job: dict[str, Any], device: torch.device) -> dict[str, Any]
     elem = torch.tensor([], dtype=dtype).element_size()
     rows = []
     for size_bytes in cfg["allreduce_sizes_bytes"]:
-        buf = torch.ones(max(1, size_bytes // elem), dtype=dtype, device=device)
+        # zeros: repeated sums of ones would overflow to inf within ~128 rounds (half: ~16)
+        buf = torch.zeros(max(1, size_bytes // elem), dtype=dtype, device=device)
         for _ in range(cfg["allreduce_warmup"]):
             dist.all_reduce(buf)
         _sync(device)

@@ -40,7 +40,7 @@ def _clean(line: str) -> str:
 
 def parse_topo(text: str) -> tuple[list[str], dict[tuple[int, int], str]]:
     """`nvidia-smi topo -m` -> (cleaned GPU rows, {(i, j): link code}) for GPU pairs i != j."""
-    lines = [_ANSI.sub("", ln) for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in (_ANSI.sub("", raw) for raw in text.splitlines()) if ln.strip()]
     header = next((ln.split() for ln in lines if ln.split()[0] == "GPU0" and
                    (ln[:1].isspace() or ln.split()[1:2] == ["GPU1"])), None)
     if header is None:
