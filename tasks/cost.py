@@ -65,6 +65,18 @@ class CostOptions:
             raise UserError(f"draws = {self.draws!r}: expected >= 100 for a 90% interval")
 
 
+def effective_cost(price_per_hour: float, tokens_per_s: float, rerun: float) -> float:
+    """C = P / (3600 X) * 1e6 * R: cost per 1M tokens (DESIGN.md)."""
+    return price_per_hour / (3600.0 * tokens_per_s) * 1e6 * rerun
+
+
+def decompose(a: tuple[float, float, float], b: tuple[float, float, float]) -> tuple[float, dict]:
+    """ln(C_A/C_B) and its price, throughput and reliability terms, for (P, X, R) of A and of B."""
+    (pa, xa, ra), (pb, xb, rb) = a, b
+    terms = {"price": math.log(pa / pb), "throughput": -math.log(xa / xb), "reliability": math.log(ra / rb)}
+    return math.log(effective_cost(pa, xa, ra) / effective_cost(pb, xb, rb)), terms
+
+
 def window_bounds(as_of: datetime | None, window_days: float) -> tuple[datetime, datetime]:
     if window_days <= 0:
         raise UserError(f"window = {window_days!r} days: expected a positive window")
@@ -113,7 +125,7 @@ def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None,
         p = row["failed_attempts"] / row["attempts"] if row["attempts"] else 0.0
         r = stats.rerun_factor(p, opts.f) if p < 1.0 else None
         P, X = row["price_per_hour"], row["tokens_per_s"]
-        cost = P / (3600.0 * X) * 1e6 * r if P is not None and r is not None and X else None
+        cost = effective_cost(P, X, r) if P is not None and r is not None and X else None
         row.update(p=p, R=r, cost_per_mtok=cost, currency=opts.currency)
         if cost is None:
             row.update(cost_lo=None, cost_hi=None)
@@ -180,9 +192,8 @@ def gap_window(con, a: str, b: str, start: datetime, end: datetime, opts: CostOp
     ca, cb = ra["cost_per_mtok"], rb["cost_per_mtok"]
     gap_draws = draws[idx[(a, chosen)]] / draws[idx[(b, chosen)]] - 1.0
     lo, hi = stats.interval(gap_draws[None, :], np.array([ca / cb - 1.0]))
-    terms = {"price": math.log(ra["price_per_hour"] / rb["price_per_hour"]),
-             "throughput": -math.log(ra["tokens_per_s"] / rb["tokens_per_s"]),
-             "reliability": math.log(ra["R"] / rb["R"])}
+    ln_ratio, terms = decompose((ra["price_per_hour"], ra["tokens_per_s"], ra["R"]),
+                                (rb["price_per_hour"], rb["tokens_per_s"], rb["R"]))
     keep = ("price_per_hour", "price_effective_from", "price_age_days", "price_stale", "price_source", "tokens_per_s",
             "runs", "attempts", "failed_attempts", "p", "R", "cost_per_mtok", "cost_lo", "cost_hi", "cv_within",
             "last_run_at")
@@ -190,7 +201,7 @@ def gap_window(con, a: str, b: str, start: datetime, end: datetime, opts: CostOp
     return {"a": a, "b": b, "preset": chosen, "currency": opts.currency, "billing": opts.billing,
             "window": {"start": start.isoformat(), "end": end.isoformat()},
             "cost_a": ca, "cost_b": cb, "gap": ca / cb - 1.0, "gap_lo": float(lo[0]), "gap_hi": float(hi[0]),
-            "ln_ratio": math.log(ca / cb), "terms": terms,
+            "ln_ratio": ln_ratio, "terms": terms,
             "stale": bool(ra["price_stale"] or rb["price_stale"]),
             "components": {"a": {k: ra[k] for k in keep}, "b": {k: rb[k] for k in keep}}, "changes": found}
 

@@ -2,13 +2,15 @@
 
     .venv/bin/pytest -q tests/test_cost_model.py
 
-The bootstrap over runs is vectorised through order statistics instead of resampling arrays. For a
-sorted sample x_(1..n), the j-th order statistic of a resample is <= x_(k) exactly when at least j
-of the n draws land in the first k values, so P(y_(j) <= x_(k)) = P(Binomial(n, k/n) >= j). One
-uniform per draw, inverted through that CDF, gives the resampled median (odd n: j = (n+1)/2, exact).
-For even n, the two middle order statistics are drawn from their exact marginals with the same
-uniform (a comonotone coupling: they are strongly dependent, and this keeps y_(j) <= y_(j+1)).
-Cost: O(n) per distinct n plus O(B log n) per group, so 1,000 targets x 730 runs costs milliseconds.
+The bootstrap over runs is vectorised through order statistics instead of resample arrays. For n
+sorted values x_(1..n) and a resample's m-th order statistic y_(m): y_(m) <= x_(k) exactly when at
+least m of the n draws land in the first k values, so P(y_(m) <= x_(k)) = P(Binomial(n, k/n) >= m).
+One uniform inverted through that CDF gives y_(m). Odd n: the median is y_((n+1)/2), done. Even n
+(m = n/2): the median also needs y_(m+1). Given y_(m) = x_(k), y_(m+1) is x_(k) too unless exactly m
+draws fell in the first k values, which has probability Bin(n, k/n).pmf(m) (1 - ((k-1)/k)^m) over
+P(y_(m) = x_(k)); in that case the other n - m draws are uniform over the n - k values above, and the
+first of them lies J values up with P(J > j) = (1 - j/(n-k))^(n-m), inverted in closed form.
+So the bootstrap distribution of the median is drawn exactly, in O(n + B) per distinct n.
 """
 
 from __future__ import annotations
@@ -38,14 +40,29 @@ def lost_fraction(checkpoint_every: float | None, default_f: float = 0.5) -> flo
     return checkpoint_every / 2.0
 
 
-def _order_stat_cdf(n: int, j: int) -> np.ndarray:
-    """P(y_(j) <= x_(k)) for k = 1..n, for a size-n resample of n sorted values."""
+def _median_draws(x: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Exact bootstrap draws of the median for the rows of x (each row one sorted sample of size n)."""
+    groups, n = x.shape
     k = np.arange(1, n + 1)
-    return binom.sf(j - 1, n, k / n)
+    m = (n + 1) // 2 if n % 2 else n // 2
+    sf = binom.sf(m - 1, n, k / n)  # P(y_(m) <= x_(k))
+    k1 = np.minimum(np.searchsorted(sf, rng.random((groups, draws))), n - 1)  # 0-based index of y_(m)
+    rows = np.arange(groups)[:, None]
+    if n % 2:
+        return x[rows, k1]
+    p_at = np.diff(np.concatenate([[0.0], sf]))  # P(y_(m) = x_(k))
+    p_split = binom.pmf(m, n, k / n) * (1.0 - ((k - 1) / k) ** m)  # ... and exactly m draws <= x_(k)
+    q_same = np.where(p_at > 0, 1.0 - p_split / np.where(p_at > 0, p_at, 1.0), 1.0)
+    same = rng.random((groups, draws)) < q_same[k1]
+    above = (n - 1 - k1).astype(float)  # values above y_(m)
+    u = rng.random((groups, draws))
+    jump = np.maximum(1, np.ceil(above * (1.0 - u ** (1.0 / (n - m))))).astype(np.int64)
+    k2 = np.where(same | (above == 0), k1, np.minimum(k1 + jump, n - 1))
+    return 0.5 * (x[rows, k1] + x[rows, k2])
 
 
 def bootstrap_medians(values: np.ndarray, offsets: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """Resampled medians for many groups at once.
+    """Resampled medians for many groups at once (the exact bootstrap distribution of the median).
 
     values: every group's sample, each group sorted ascending, groups back to back;
     offsets: start of each group in `values` plus the total length (len = groups + 1).
@@ -55,16 +72,8 @@ def bootstrap_medians(values: np.ndarray, offsets: np.ndarray, draws: int, rng: 
     out = np.empty((len(sizes), draws))
     for n in np.unique(sizes):
         rows = np.nonzero(sizes == n)[0]
-        u = rng.random((len(rows), draws))
-        base = offsets[rows][:, None]
-        if n % 2:
-            cdf = _order_stat_cdf(int(n), (int(n) + 1) // 2)
-            k = np.minimum(np.searchsorted(cdf, u), n - 1)
-            out[rows] = values[base + k]
-        else:
-            lo = np.minimum(np.searchsorted(_order_stat_cdf(int(n), int(n) // 2), u), n - 1)
-            hi = np.minimum(np.searchsorted(_order_stat_cdf(int(n), int(n) // 2 + 1), u), n - 1)
-            out[rows] = 0.5 * (values[base + lo] + values[base + hi])
+        x = values[offsets[rows][:, None] + np.arange(n)[None, :]]
+        out[rows] = _median_draws(x, draws, rng)
     return out
 
 

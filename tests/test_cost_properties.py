@@ -1,0 +1,80 @@
+"""Property tests (hypothesis) of the cost model: the decomposition is exact, R >= 1 with R = 1 at p = 0,
+run order never changes C, and the order-statistic bootstrap matches brute-force resampling.
+
+    .venv/bin/pytest -q tests/test_cost_properties.py
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tasks import stats
+from tasks.cost import cost_table, decompose, effective_cost
+from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
+
+prices = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False)
+rates = st.floats(min_value=1e-2, max_value=1e7, allow_nan=False)
+fails = st.floats(min_value=0.0, max_value=0.99)
+fracs = st.floats(min_value=0.0, max_value=1.0)
+
+
+@given(prices, rates, fails, prices, rates, fails, fracs)
+def test_terms_sum_to_ln_cost_ratio(pa, xa, p_a, pb, xb, p_b, f):
+    ra, rb = stats.rerun_factor(p_a, f), stats.rerun_factor(p_b, f)
+    ln_ratio, terms = decompose((pa, xa, ra), (pb, xb, rb))
+    assert abs(sum(terms.values()) - ln_ratio) <= 1e-9
+    assert abs(ln_ratio - math.log(effective_cost(pa, xa, ra) / effective_cost(pb, xb, rb))) <= 1e-9
+
+
+@given(fails, fracs)
+def test_rerun_factor_is_at_least_one_and_one_without_failures(p, f):
+    assert stats.rerun_factor(p, f) >= 1.0
+    assert stats.rerun_factor(0.0, f) == 1.0
+    assert stats.rerun_factor(p, 0.0) == 1.0
+
+
+@given(st.floats(min_value=1e-3, max_value=1.0))
+def test_checkpoint_interval_sets_the_lost_fraction(c):
+    assert stats.lost_fraction(c) == c / 2 and stats.lost_fraction(None) == 0.5
+
+
+@settings(max_examples=10, deadline=None)
+@given(values=st.lists(st.floats(min_value=10.0, max_value=1e5), min_size=1, max_size=9),
+       failed=st.integers(min_value=0, max_value=4), order=st.randoms(use_true_random=False))
+def test_run_order_never_changes_cost(values, failed, order):
+    results = []
+    for attempt in range(2):
+        con = warehouse(":memory:")
+        add_target(con, "A", "p", "r", "i")
+        add_env(con, "env0")
+        add_price(con, "p", "r", "i", 3.0)
+        idx = list(range(len(values)))
+        if attempt:
+            order.shuffle(idx)  # other run ids, other times, other insertion order for the same runs
+        for slot, i in enumerate(idx):
+            add_run(con, f"run{slot}", "A", T0 + timedelta(hours=slot), values[i], failed=int(i == 0) * failed)
+        row = cost_table(con, as_of=T0 + timedelta(days=2)).row(0, named=True)
+        results.append(row)
+        con.close()
+    first, second = results
+    for key in ("cost_per_mtok", "p", "R", "tokens_per_s", "price_per_hour", "runs", "attempts"):
+        assert first[key] == second[key], key  # exactly: C is a function of the set of runs
+    for key in ("cost_lo", "cost_hi"):  # the interval too, up to float summation order in the CV
+        assert math.isclose(first[key], second[key], rel_tol=1e-9), key
+
+
+def test_order_statistic_bootstrap_matches_brute_force_resampling():
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 4, 5, 8, 31, 100):
+        x = np.sort(rng.lognormal(0, 0.1, n))
+        fast = stats.bootstrap_medians(x, np.array([0, n]), 20000, np.random.default_rng(1))[0]
+        slow = np.median(x[np.random.default_rng(2).integers(0, n, (20000, n))], axis=1)
+        grid = np.unique(np.concatenate([fast, slow]))
+        cdf_fast = np.searchsorted(np.sort(fast), grid, side="right") / fast.size
+        cdf_slow = np.searchsorted(np.sort(slow), grid, side="right") / slow.size
+        assert np.max(np.abs(cdf_fast - cdf_slow)) < 0.025, n  # Kolmogorov distance; noise ~0.01
