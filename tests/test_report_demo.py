@@ -82,3 +82,17 @@ def test_demo_without_samples_is_a_clear_error(tmp_path):
                                    "--samples", str(tmp_path / "none")])
     assert res.exit_code != 0
     assert "no sample bundles" in str(res.exception) or "no sample bundles" in res.output
+
+
+def test_demo_replaces_only_its_own_warehouse(demo, samples, tmp_path):
+    from tasks.land import land_into
+
+    wh, site, _out = demo
+    again = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(tmp_path / "s2"), "--samples", str(samples)])
+    assert again.exit_code == 0, again.output  # a demo file is rebuilt from scratch
+    main = tmp_path / "main.duckdb"
+    land_into(str(main), [str(samples)])  # a real landing (source 'cli'): not a demo file
+    before = main.stat().st_size
+    res = CliRunner().invoke(app, ["demo", "--warehouse", str(main), "--site", str(tmp_path / "s3"), "--samples", str(samples)])
+    assert res.exit_code != 0 and "not a demo warehouse" in str(res.exception)
+    assert main.exists() and main.stat().st_size == before

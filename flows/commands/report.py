@@ -20,6 +20,7 @@ from flows.settings import site_url, warehouse_path
 
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 SITE_HELP = "Directory or fsspec URL to publish to (default: $COSTGAP_SITE, then ./site)."
+DEMO_WAREHOUSE = ".costgap/demo.duckdb"  # git-ignored; the demo never touches the main warehouse
 
 
 def report(
@@ -40,7 +41,7 @@ def report(
 
 def demo(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help="DuckDB file for the demo "
-                                            "(default: ./costgap-demo.duckdb; replaced if it exists)."),
+                                            f"(default: {DEMO_WAREHOUSE}; replaced if it exists)."),
     site: Optional[str] = typer.Option(None, "--site", help="Where to publish the demo report "
                                        "(default: $COSTGAP_SITE, then ./site)."),
     samples: Optional[Path] = typer.Option(None, "--samples", help="Directory of sample bundles "
@@ -52,10 +53,11 @@ def demo(
     from tasks.demo import build_demo
     from warehouse.db import writing
 
-    path = Path(warehouse or "costgap-demo.duckdb")
+    path = Path(warehouse or DEMO_WAREHOUSE)
     if path.exists():
-        if path.resolve() == Path(warehouse_path(None)).resolve() and warehouse is None:
-            raise UserError(f"{path}: refusing to replace the main warehouse; pass --warehouse")
+        if not _is_demo(path):
+            raise UserError(f"--warehouse {path}: exists and is not a demo warehouse (it has runs that "
+                            "`costgap demo` did not make); pick a new path, the demo replaces its file")
         path.unlink()
         Path(f"{path}.wal").unlink(missing_ok=True)
     with writing(str(path)) as con:
@@ -63,6 +65,22 @@ def demo(
     typer.echo(summary.as_text())
     index = build_site(str(path), site_url(site))
     typer.echo(f"report: {index}")
+
+
+def _is_demo(path: Path) -> bool:
+    """True for a file `costgap demo` made (every run it holds came from a demo landing), or an empty one."""
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return False
+    try:
+        return con.execute("select count(*) from land_batches where source <> 'demo'").fetchone()[0] == 0
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
 
 
 def register(app: typer.Typer) -> None:
