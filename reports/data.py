@@ -37,9 +37,10 @@ class ReportConfig:
     runs_per_target: int = 200  # raw run rows on a target page: bounds page weight at any scale
     list_limit: int = 200  # quarantine / throttled rows listed (the total is shown beside)
     why_max_pairs: int = 8  # waterfalls drawn on "why it moved": one per target vs the baseline
+    history_weeks: int = 104  # time series cover the last two years: bounds every chart at any history length
 
     def __post_init__(self) -> None:
-        for name in ("window_days", "runs_per_target", "list_limit", "why_max_pairs"):
+        for name in ("window_days", "runs_per_target", "list_limit", "why_max_pairs", "history_weeks"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ReportConfig.{name} = {value!r}: expected a positive integer")
@@ -227,9 +228,11 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     baseline = pick_baseline(cost.rows, cfg.baseline, known)
     add_gaps(cost.rows, baseline)
     latest = max((t["last_run_at"] for t in targets if t.get("last_run_at")), default=None)
+    since = (latest or datetime.now().astimezone()) - timedelta(weeks=cfg.history_weeks)
 
     tiers_res, tiers_note = _optional("tasks.cost", "tier_recommendations", con, billing=cfg.billing, currency=cfg.currency)
-    hist_res, hist_note = _optional("tasks.cost", "cost_history", con, bucket="week", billing=cfg.billing, currency=cfg.currency)
+    hist_res, hist_note = _optional("tasks.cost", "cost_history", con, bucket="week", billing=cfg.billing,
+                                    currency=cfg.currency, since=since)
     has_prices = _table_exists(con, "prices")
     data = ReportData(
         targets=targets,
@@ -240,15 +243,15 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         changes=_changes(con, targets),
         price_changes=(_sql(con, "report_price_changes", {"billing": cfg.billing}) if has_prices
                        else Section(note="no data yet: no price book in this warehouse")),
-        env_changes=_sql(con, "report_env_changes"),
-        throughput=_sql(con, "report_throughput_weekly"),
+        env_changes=_sql(con, "report_env_changes", {"since": since, "limit": cfg.list_limit}),
+        throughput=_sql(con, "report_throughput_weekly", {"since": since}),
         efficiency=_sql(con, "report_efficiency", {"days": cfg.window_days}),
         throttled=_sql(con, "report_throttled", {"limit": cfg.list_limit}),
-        telemetry=_sql(con, "report_telemetry_summary"),
-        reliability=_sql(con, "report_reliability_weekly"),
+        telemetry=_sql(con, "report_telemetry_summary", {"since": since}),
+        reliability=_sql(con, "report_reliability_weekly", {"since": since}),
         failure_kinds=_sql(con, "report_failure_kinds"),
         validation=_sql(con, "report_validation"),
-        validation_daily=_sql(con, "report_validation_daily"),
+        validation_daily=_sql(con, "report_validation_daily", {"since": since}),
         quarantine=_sql(con, "report_quarantine", {"limit": cfg.list_limit}),
         env_history=_sql(con, "report_env_history"),
         runs=_sql(con, "report_runs_latest", {"limit": cfg.runs_per_target}),

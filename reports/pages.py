@@ -198,7 +198,7 @@ def over_time(data: ReportData) -> Page:
     p.h2("Environment changes")
     p.card(_section(data.env_changes, lambda: table(
         [("changed_at", "When"), ("target", "Target"), ("change", "What changed")],
-        [dict(r, target=_target_link(r["target"])) for r in data.env_changes.rows[-100:]]), "environment changes"))
+        [dict(r, target=_target_link(r["target"])) for r in data.env_changes.rows[:100]]), "environment changes"))
     p.h2("Price changes")
     p.card(_section(data.price_changes, lambda: table(
         [("changed_at", "Effective from"), ("target", "Target"), ("previous_price", "Before / h"), ("price_per_hour", "After / h"),

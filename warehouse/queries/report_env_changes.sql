@@ -1,4 +1,5 @@
--- Points in time where a target's environment changed (driver, CUDA, cuDNN, torch, image, GPU).
+-- Points in time where a target's environment changed (driver, CUDA, cuDNN, torch, image, GPU):
+-- the newest $limit since $since (newest first).
 with r as (
     select r.target, r.started_at, r.environment_id, e.driver, e.cuda_runtime, e.cudnn, e.torch,
            e.container_image, e.gpu_name,
@@ -23,4 +24,4 @@ final as (
     from r
     where prev_env is not null and environment_id <> prev_env
 )
-select * from final where change <> '' order by changed_at
+select * from final where change <> '' and changed_at >= $since order by changed_at desc limit $limit

@@ -1,4 +1,4 @@
--- Attempts per target and week, split by outcome (completed, or the failure kind).
+-- Attempts per target and week since $since, split by outcome (completed, or the failure kind).
 with a as (
     select a.target, date_trunc('week', coalesce(a.started_at, r.started_at)) as week,
            case when a.state in ('failed', 'crashed') then coalesce(a.error_kind, 'other')
@@ -11,7 +11,7 @@ with a as (
 final as (
     select target, week, outcome, count(*) as attempts, bool_or(failed) as failed
     from a
-    where week is not null
+    where week is not null and week >= $since
     group by target, week, outcome
 )
 select * from final order by target, week, outcome

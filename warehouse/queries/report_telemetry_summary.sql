@@ -13,6 +13,7 @@ final as (
            max(p.temp_c_max) as temp_c_max, avg(p.util) as util_mean
     from per_run p
     join runs r using (run_id)
+    where r.started_at >= $since
     group by r.target, week
 )
 select * from final order by target, week
