@@ -198,8 +198,9 @@ def test_oom_ladder_halves_the_micro_batch(monkeypatch):
         if micro_batch > 2:
             return {"ok": False, "error_kind": "oom", "message": f"OOM at micro-batch {micro_batch}"}
         res = {"preset": "tiny", "strategy": "ddp", "n_gpus": world, "device": "cpu",
-               "step_time_s": [0.5] * 3, "tokens_per_s": world * micro_batch * 64 / 0.5 * (0.9 if world > 1 else 1),
-               "build_s": 0.1, "seq_len": 64, "micro_batch": micro_batch, "loss_first": 6.0, "loss_last": 5.0}
+               "step_time_s": [0.5] * 3, "build_s": 0.1, "seq_len": 64, "micro_batch": micro_batch,
+               "tokens_per_s": world * micro_batch * 64 / 0.5 * (0.9 if world > 1 else 1),
+               "loss_first": 6.0, "loss_last": 5.0}
         return {"ok": True, "result": res, "pids": []}
 
     monkeypatch.setattr(distributed, "launch", fake_launch)
@@ -291,4 +292,14 @@ def test_nccl_two_gpus_end_to_end():
     m, f, a = run_multi_gpu(cfg, timeout_s=300)
     assert all(x["state"] == "completed" for x in a), a
     assert {x["params"]["backend"] for x in m} == {"nccl"}
+    as_bundle(m, f, a, extra=interconnect.fingerprint())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_nccl_single_gpu_baseline():
+    """On one GPU: the n=1 baseline through the NCCL launcher, collectives skipped."""
+    m, f, a = run_multi_gpu(CPU_CI, nprocs=1, timeout_s=300)
+    assert m == [] and a[0]["state"] == "not_applicable" and a[1]["state"] == "completed", a
+    assert f[0]["n_gpus"] == 1 and f[0]["device"] == "cuda" and f[0]["peak_mem_allocated_gib"] > 0
     as_bundle(m, f, a, extra=interconnect.fingerprint())

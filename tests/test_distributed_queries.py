@@ -60,7 +60,8 @@ def rows(con, name: str, target: str | None = None) -> list[dict]:
 
 def test_scaling_efficiency_latest_per_n_gpus(con):
     out = rows(con, "scaling_efficiency")
-    assert [(r["target"], r["preset"], r["n_gpus"]) for r in out] == [("h200x2", "1b", 1), ("h200x2", "1b", 2)]
+    assert [(r["target"], r["preset"], r["n_gpus"]) for r in out] == [
+        ("h200x2", "1b", 1), ("h200x2", "1b", 2)]
     one, two = out
     assert (two["tokens_per_s"], two["scaling_efficiency"], two["runs"]) == (95_000.0, 0.95, 2)
     assert two["efficiency_median"] == pytest.approx(0.925)

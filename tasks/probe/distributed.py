@@ -1,6 +1,6 @@
 """Multi-GPU probe: NCCL all-reduce sweep and data-parallel fine-tune scaling, one process per GPU.
 
-    .venv/bin/python -c "from tasks.probe.distributed import run_multi_gpu, CPU_CI; print(run_multi_gpu(CPU_CI, backend='gloo', nprocs=2, timeout_s=120))"
+    .venv/bin/python -c "from tasks.probe.distributed import *; print(run_multi_gpu(CPU_CI, backend='gloo', timeout_s=120))"
 
 The probe launches its ranks itself (the user never calls torchrun): this process hosts a TCPStore on
 a free 127.0.0.1 port and starts `python -m tasks.probe.distributed_worker` once per rank with
@@ -11,6 +11,12 @@ wall deadline. Results come back as plain dicts that validate against tasks/bund
 measurements (benchmark "allreduce": algbw_gbps and busbw_gbps per size) and Finetune records with
 n_gpus and scaling_efficiency = tokens/s(n) / (n * tokens/s(1)). The n=1 baseline uses the same
 worker with world size 1 (no gradient collectives). Imports: stdlib + torch only.
+
+Entry point (A's tasks.probe.collectives calls it on >= 2 GPUs):
+    run_multi_gpu(profile_cfg, *, backend=None, nprocs=None, timeout_s) -> (measurements, finetunes, attempts)
+Attempt tasks: "allreduce", "finetune_ddp:<preset>:n<N>" (kept apart from B's "finetune:<preset>"
+so a multi-GPU failure does not move the single-GPU rerun rate). Interconnect extras for
+environment.extra: tasks.probe.interconnect.fingerprint().
 """
 
 from __future__ import annotations

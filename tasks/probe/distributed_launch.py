@@ -67,7 +67,8 @@ def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
                           timeout=timedelta(seconds=cfg.init_timeout_s))
     with tempfile.TemporaryDirectory(prefix="costgap-dist-") as tmp:
         job = {"job": job_kind, "backend": backend, "config": asdict(cfg), "preset": preset,
-               "strategy": strategy, "micro_batch": micro_batch, "result_dir": tmp, "store_prefix": uuid.uuid4().hex}
+               "strategy": strategy, "micro_batch": micro_batch, "result_dir": tmp,
+               "store_prefix": uuid.uuid4().hex}
         procs, logs = [], []
         for rank in range(world):
             log = open(Path(tmp) / f"rank{rank}.log", "wb")
@@ -159,6 +160,9 @@ def _failure(procs, exited, killed, reports, tails, timed_out, deadline_s, grace
         kind, head = "crash", "every rank exited 0 but rank 0 left no result"
     else:
         rep = reports[failed[0]]
-        kind = rep.get("error_kind", "crash") if rep and not rep.get("ok") else classify_text(tails[failed[0]][1])
+        if rep and not rep.get("ok"):
+            kind = rep.get("error_kind", "crash")
+        else:  # died without a report (signal, NCCL watchdog abort): its log says why
+            kind = classify_text(tails[failed[0]][1])
         head = f"rank {failed[0]} failed first"
     return {"ok": False, "error_kind": kind, "message": (head + "; " + "; ".join(notes))[:4000]}

@@ -191,7 +191,7 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     for i in range(cfg["finetune_warmup_steps"]):
         loss = step(next_batch())
         first_loss = float(loss) if first_loss is None else first_loss
-    _inject("finetune", rank, micro_batch)  # tests: one rank dies while the others are inside DDP's all-reduce
+    _inject("finetune", rank, micro_batch)  # tests: a rank dies while the others sit in DDP's all-reduce
     out = train.timed_phase(step, next_batch, tokens_per_step=micro_batch * seq_len, device=str(device),
                             fixed_steps=cfg["finetune_timed_steps"])
     times = _max_across_ranks(out["step_time_s"], device)

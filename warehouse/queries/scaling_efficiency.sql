@@ -19,7 +19,8 @@ with series as (
 ),
 ranked as (
     select *,
-           row_number() over (partition by target, preset, n_gpus order by started_at desc, run_id) as recency,
+           row_number() over (partition by target, preset, n_gpus
+                              order by started_at desc, run_id) as recency,
            count(*) over (partition by target, preset, n_gpus) as runs,
            median(scaling_efficiency) over (partition by target, preset, n_gpus) as efficiency_median,
            median(tokens_per_s) over (partition by target, preset, n_gpus) as tokens_per_s_median
