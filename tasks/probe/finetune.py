@@ -18,6 +18,7 @@ import dataclasses
 import gc
 import math
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -51,18 +52,22 @@ class FinetuneOptions:
     micro_batch: int | None = None  # None = auto (guess from memory, halve on OOM)
     steps: int | None = None  # fixed timed steps (quick profile); None = the steady-state rule
     warmup_steps: int = 3  # untimed: first step compiles, the next ones settle the allocator
+    warmup_min_s: float = 5.0  # and at least this long after the first step: clocks reach the power
+    #   cap before timing (H200 2026-12-02: windows drifted ~1% over 24 s after a 1.5 s warm-up)
     steady: SteadyRule = field(default_factory=SteadyRule)  # issue 10.3 stop rule
     peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/specs.py)
     num_workers: int = 2  # DataLoader workers: real fine-tunes feed from worker processes
     memory_fraction: float | None = None  # CUDA: cap the allocator to simulate a smaller card
-    inject_oom_above: int | None = None  # tests: raise OutOfMemoryError above this micro-batch
+    inject_oom_above: int | None = None  # tests: OutOfMemoryError above this micro-batch (0: always)
     seed: int = 0  # init and data order
 
     def __post_init__(self):
-        for name in ("micro_batch", "steps", "inject_oom_above"):
+        for name, low in (("micro_batch", 1), ("steps", 1), ("inject_oom_above", 0)):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise ValueError(f"finetune option {name} = {v!r}: expected an integer >= 1")
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+                raise ValueError(f"finetune option {name} = {v!r}: expected an integer >= {low}")
+        if not self.warmup_min_s >= 0:
+            raise ValueError(f"finetune option warmup_min_s = {self.warmup_min_s!r}: expected >= 0")
         if self.warmup_steps < 1:
             raise ValueError(f"finetune option warmup_steps = {self.warmup_steps!r}: expected >= 1")
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
@@ -183,14 +188,20 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     tokens_per_step = mb * p.seq_len
     try:
         t0 = time.perf_counter()
-        warm_losses = []
-        for _ in range(opts.warmup_steps):
-            warm_losses.append(step(next(it)))
-            if time.perf_counter() > deadline:
-                raise ProbeTimeout("warm-up passed the fine-tune budget")
+        warm_losses = [step(next(it))]
         if cuda:
             torch.cuda.synchronize(device)
-        warm_s = time.perf_counter() - t0
+        first_s = time.perf_counter() - t0  # includes compilation when compile_ is on
+        t1 = time.perf_counter()
+        while True:
+            if time.perf_counter() > deadline:
+                raise ProbeTimeout("warm-up passed the fine-tune budget")
+            if len(warm_losses) >= opts.warmup_steps:
+                if cuda:
+                    torch.cuda.synchronize(device)
+                if time.perf_counter() - t1 >= opts.warmup_min_s:
+                    break
+            warm_losses.append(step(next(it)))
         if sampler is not None:
             sampler.set_phase(f"finetune:{p.name}")
         window = sampler.window() if sampler is not None else None
@@ -222,11 +233,11 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     out = {
         "model_source": meta["model_source"], "params_total": meta["params_total"],
         "params_trainable": meta["params_trainable"], "params_non_embedding": meta["params_non_embedding"],
-        "steps_warmup": opts.warmup_steps, "steps_timed": len(res["step_time_s"]),
+        "steps_warmup": len(warm_losses), "steps_timed": len(res["step_time_s"]),
         "tokens_per_s": tps, "step_time_s": res["step_time_s"], "step_time_median_s": med,
         "step_time_p10_s": _quantile(res["step_time_s"], 0.1), "step_time_p90_s": _quantile(res["step_time_s"], 0.9),
         "window_tokens_per_s": res["window_tokens_per_s"], "steady": res["steady"],
-        "compile_s": max(0.0, warm_s - opts.warmup_steps * med) if compile_ else None,
+        "compile_s": max(0.0, first_s - med) if compile_ else None,
         "build_s": meta["build_s"], "flops_per_token": fpt, "peak_tflops": peak, "mfu": mfu(tps, fpt, peak),
         "peak_mem_allocated_gib": torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None,
         "peak_mem_reserved_gib": torch.cuda.max_memory_reserved(device) / 2**30 if cuda else None,
@@ -248,7 +259,7 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
     p = fpresets.get_preset(name)
     if opts.model:
         p = fpresets.preset_for_model(p, opts.model)
-    dev = torch.device(device)
+    dev = _device(device)
     cap = torch.cuda.get_device_capability(dev) if dev.type == "cuda" else None
     precision, note = choose_precision(dev.type, cap)
     if opts.precision is not None and opts.precision != precision:
@@ -280,6 +291,7 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         started, t0 = _now(), time.perf_counter()
         rec.update(micro_batch=mb, activation_checkpointing=ckpt)
         failure = None
+        _log(f"{name}: attempt {n}, micro-batch {mb}, checkpointing {ckpt}, {precision}, compile {compile_}")
         try:
             out = _attempt(p, blocks, device=dev, precision=precision, ckpt=ckpt, mb=mb, compile_=compile_,
                            sampler=sampler, deadline=deadline, opts=opts)
@@ -289,6 +301,7 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         _release()  # outside the except block: the traceback no longer pins the model's memory
         if failure is not None:
             state, kind, msg = failure
+            _log(f"{name}: {msg[:300]}")
             attempts.append(_att(task, n, state, kind, msg, time.perf_counter() - t0, started))
             if kind != "oom":
                 return closed(rec, "failed", msg), attempts
@@ -309,12 +322,26 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
             return closed(rec, "failed", msg), attempts
         attempts.append(_att(task, n, "completed", None, None, time.perf_counter() - t0, started))
         status = "unstable" if out["steady"] is False else "ok"
+        _log(f"{name}: {status}, {out['tokens_per_s']:.0f} tokens/s over {out['steps_timed']} steps, "
+             f"compile {out['compile_s']}, build {out['build_s']:.1f} s")
         return closed(rec, status, note), attempts
 
 
 def _att(task, n, state, kind, message, duration_s, started_at) -> dict:
     return {"task": task, "attempt": n, "state": state, "error_kind": kind, "message": message,
             "duration_s": max(0.0, duration_s), "started_at": started_at}
+
+
+def _device(device: str) -> torch.device:
+    """A device with an index ("cuda" -> "cuda:<current>"): memory APIs insist on one."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+def _log(msg: str) -> None:
+    print(f"[finetune {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def _importable(mod: str) -> bool:
@@ -348,8 +375,8 @@ def run_finetunes(presets: list[str], *, device: str, sampler, budget_s: float,
             rec, atts = run_preset(name, device=device, sampler=sampler, deadline=deadline, opts=opts,
                                    records=records)
         finally:
-            if opts.memory_fraction is not None and torch.device(device).type == "cuda":
-                torch.cuda.set_per_process_memory_fraction(1.0, torch.device(device))
+            if opts.memory_fraction is not None and _device(device).type == "cuda":
+                torch.cuda.set_per_process_memory_fraction(1.0, _device(device))
         finetunes.append(rec)
         attempts.extend(atts)
         if any(a["error_kind"] == "cuda_error" for a in atts):

@@ -1,0 +1,169 @@
+"""The fine-tune benchmark on CPU: tiny preset end to end, OOM ladder, precision choice, energy NULLs.
+
+Every record and attempt is validated against the bundle's Finetune/Attempt models.
+"""
+
+import time
+
+import pytest
+import torch
+
+from tasks.bundle import Attempt, Finetune
+from tasks.probe import presets as fpresets
+from tasks.probe.finetune import FinetuneOptions, classify, plan, run_finetunes
+from tasks.probe.nvml import Sampler
+from tasks.probe.train import ProbeTimeout, NonFiniteLoss, choose_precision, make_scaler
+
+FAST = {"steps": 2, "warmup_steps": 1, "warmup_min_s": 0.0, "num_workers": 0}
+
+
+def _valid(fts, atts):
+    for r in fts:
+        Finetune.model_validate(r)
+    for a in atts:
+        Attempt.model_validate(a)
+
+
+def test_tiny_finishes_within_60s_with_falling_loss_and_valid_records():
+    t0 = time.perf_counter()
+    sampler = Sampler(t0=time.time()).start()  # no NVML on this host: telemetry empty, energy NULL
+    try:
+        fts, atts = run_finetunes(["tiny"], device="cpu", sampler=sampler, budget_s=60,
+                                  options={"steps": 6, "warmup_steps": 2, "warmup_min_s": 0.0, "num_workers": 2})
+    finally:
+        sampler.stop()
+    wall = time.perf_counter() - t0
+    _valid(fts, atts)
+    r = fts[0]
+    assert wall <= 60, wall
+    assert r["status"] == "ok" and r["precision"] == "fp32" and r["mode"] == "full"
+    assert r["loss_last"] < r["loss_first"]
+    assert len(r["step_time_s"]) == r["steps_timed"] == 6
+    assert r["tokens_per_s"] == pytest.approx(4 * 256 / r["step_time_median_s"])
+    assert r["mfu"] is None and r["peak_tflops"] is None  # no known CPU peak: NULL, not a guess
+    for k in ("energy_j", "j_per_token", "kwh_per_mtok", "conditions", "peak_mem_allocated_gib"):
+        assert r[k] is None, k
+    assert [a["state"] for a in atts] == ["completed"] and atts[0]["task"] == "finetune:tiny"
+
+
+def test_steady_rule_fills_windows_and_flags_unstable_when_never_settled():
+    rule = {"window_s": 0.001, "min_windows": 3, "max_s": 0.3, "tolerance": 1e-9}  # unreachable tolerance
+    fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
+                              options={**FAST, "steps": None, "steady": rule})
+    _valid(fts, atts)
+    r = fts[0]
+    assert r["status"] == "unstable" and r["steady"] is False
+    assert len(r["window_tokens_per_s"]) == r["steps_timed"] >= 1  # every step closes a 1 ms window
+
+
+def test_injected_oom_halves_the_micro_batch_and_records_each_try():
+    fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
+                              options={**FAST, "inject_oom_above": 1})
+    _valid(fts, atts)
+    assert [(a["state"], a["error_kind"], a["attempt"]) for a in atts] == [
+        ("failed", "oom", 1), ("failed", "oom", 2), ("completed", None, 3)]
+    assert "micro-batch 4" in atts[0]["message"] and "micro-batch 2" in atts[1]["message"]
+    assert fts[0]["status"] == "ok" and fts[0]["micro_batch"] == 1
+
+
+def test_nothing_fits_is_not_applicable_not_a_failure():
+    fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
+                              options={**FAST, "inject_oom_above": 0, "activation_checkpointing": True})
+    _valid(fts, atts)
+    assert fts[0]["status"] == "not_applicable" and fts[0].get("tokens_per_s") is None
+    assert {a["state"] for a in atts} == {"not_applicable"} and {a["error_kind"] for a in atts} == {"oom"}
+    assert len(atts) == 3  # micro-batch 4, 2, 1
+
+
+def test_precision_choice_by_capability():
+    assert choose_precision("cuda", (7, 0))[0] == "fp16" and "GradScaler" in choose_precision("cuda", (7, 0))[1]
+    assert choose_precision("cuda", (7, 5))[0] == "fp16"  # T4: no bf16 tensor cores either
+    assert choose_precision("cuda", (8, 6))[0] == "bf16"  # A10
+    assert choose_precision("cuda", (9, 0))[0] == "bf16"  # H100/H200
+    assert choose_precision("cpu", None)[0] == "fp32"
+    assert isinstance(make_scaler("fp16", "cpu"), torch.amp.GradScaler) and make_scaler("bf16", "cuda") is None
+    assert fpresets.param_dtypes("full", "fp16") == (torch.float32, torch.float32)  # fp32 master weights
+
+
+def test_fp16_gradscaler_path_trains():
+    fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60, options={**FAST, "precision": "fp16"})
+    _valid(fts, atts)
+    assert fts[0]["status"] == "ok" and fts[0]["precision"] == "fp16"
+
+
+class _FakeWindow:
+    duration_s = 10.0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        pass
+
+    def energy_j(self):
+        return 123.0
+
+    def conditions(self):
+        return {"power_w_median": 300.0, "throttle_reasons": ["sw_power_cap"]}
+
+
+class _FakeSampler:
+    phases: list = []
+
+    def set_phase(self, name):
+        self.phases.append(name)
+
+    def window(self):
+        return _FakeWindow()
+
+
+def test_energy_per_token_from_the_window():
+    s = _FakeSampler()
+    fts, atts = run_finetunes(["tiny"], device="cpu", sampler=s, budget_s=60, options={**FAST, "steps": 4})
+    _valid(fts, atts)
+    r = fts[0]
+    tokens = 4 * 4 * 256
+    assert r["energy_j"] == 123.0 and r["j_per_token"] == pytest.approx(123.0 / tokens)
+    assert r["kwh_per_mtok"] == pytest.approx(123.0 / tokens * 1e6 / 3.6e6)
+    assert r["conditions"]["throttle_reasons"] == ["sw_power_cap"] and "finetune:tiny" in s.phases
+
+
+def test_qlora_without_bitsandbytes_is_skipped_and_bad_options_name_the_field():
+    fts, atts = run_finetunes(["8b-qlora"], device="cpu", sampler=None, budget_s=5)
+    _valid(fts, atts)
+    assert fts[0]["status"] == "skipped" and atts[0]["state"] == "skipped"
+    with pytest.raises(ValueError, match="micro_batch"):
+        FinetuneOptions.from_dict({"micro_batch": 0})
+    with pytest.raises(ValueError, match="bogus"):
+        FinetuneOptions.from_dict({"bogus": 1})
+    with pytest.raises(ValueError, match="unknown fine-tune preset"):
+        run_finetunes(["13b"], device="cpu", sampler=None, budget_s=5)
+
+
+def test_classify_failures():
+    assert classify(torch.OutOfMemoryError("CUDA out of memory")) == ("failed", "oom")
+    assert classify(ProbeTimeout("x")) == ("failed", "timeout")
+    assert classify(NonFiniteLoss("nan")) == ("failed", "other")
+    assert classify(RuntimeError("CUDA error: an illegal memory access was encountered")) == ("failed", "cuda_error")
+    assert classify(KeyError("boom")) == ("crashed", "crash")
+    wrapped = RuntimeError("compile failed")
+    wrapped.__cause__ = torch.OutOfMemoryError("out of memory")
+    assert classify(wrapped) == ("failed", "oom")
+
+
+def test_memory_plan_for_small_cards(monkeypatch):
+    """The first guess on A10/V100-sized cards (estimate only): checkpointing, micro-batch >= 4."""
+    for gib, precision in ((22.0, "bf16"), (31.7, "fp16")):
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d, g=gib: (g * 2**30, g * 2**30))
+        ckpt, mb = plan(fpresets.get_preset("1b"), precision, torch.device("cuda", 0), FinetuneOptions())
+        assert ckpt is True and mb >= 4, (gib, precision, ckpt, mb)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d: (139 * 2**30, 139 * 2**30))
+    assert plan(fpresets.get_preset("1b"), "bf16", torch.device("cuda", 0), FinetuneOptions()) == (False, 16)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d: (22 * 2**30, 22 * 2**30))
+    assert plan(fpresets.get_preset("7b-full"), "bf16", torch.device("cuda", 0), FinetuneOptions()) is None
+
+
+def test_build_preset_meta_counts_match_the_tinyllama_shape():
+    model, cfg, meta = fpresets.build_preset("1b", "meta", precision="bf16")
+    assert meta["params_total"] == 1_100_048_384 and meta["params_non_embedding"] == 1_034_512_384
+    assert cfg.num_hidden_layers == 22 and cfg.hidden_size == 2048 and meta["params_lora"] == 0

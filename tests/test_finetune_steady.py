@@ -1,0 +1,63 @@
+"""Steady-state rule (issue 10.3) on synthetic window series: settling, never settling, noisy."""
+
+import random
+
+import pytest
+
+from tasks.probe.steady import SteadyRule, is_settled, should_stop, spread, thirds_gap
+
+RULE = SteadyRule(window_s=4.0, min_windows=6, max_s=60.0, tolerance=0.01)
+
+
+def test_settling_series_is_settled_once_the_ramp_is_in_the_first_third():
+    ramp = [50_000, 58_000, 62_500, 62_700, 62_600, 62_750]  # clocks/allocator ramp, then flat
+    assert is_settled(ramp, RULE)
+    assert should_stop(ramp, elapsed_s=24.0, rule=RULE) == (True, True)
+
+
+def test_series_still_ramping_in_the_middle_third_is_not_settled():
+    ramp = [40_000, 45_000, 50_000, 55_000, 60_000, 62_000]
+    assert thirds_gap(ramp) > 0.01
+    assert not is_settled(ramp, RULE)
+    assert should_stop(ramp, elapsed_s=24.0, rule=RULE) == (False, False)
+
+
+def test_never_settling_series_stops_at_max_s_flagged_unstable():
+    drift = [60_000 * (0.97 ** i) for i in range(15)]  # power/thermal decay that never ends
+    assert not is_settled(drift, RULE)
+    assert should_stop(drift, elapsed_s=RULE.max_s, rule=RULE) == (True, False)
+
+
+def test_too_few_windows_never_settle():
+    assert not is_settled([1.0, 1.0, 1.0], RULE)
+    assert thirds_gap([1.0, 1.0]) is None
+
+
+@pytest.mark.parametrize("noise,expect", [(0.002, True), (0.08, False)])
+def test_noisy_series(noise, expect):
+    # Fixed seeds: small noise (0.2%) settles, heavy noise (8%) does not pass as steady.
+    hits = 0
+    for seed in range(20):
+        r = random.Random(seed)
+        series = [62_700 * (1 + r.uniform(-noise, noise)) for _ in range(12)]
+        hits += is_settled(series, RULE)
+    assert (hits == 20) if expect else (hits <= 6)
+
+
+def test_min_s_holds_a_settled_run_open():
+    flat = [100.0] * 6
+    rule = SteadyRule(min_windows=6, min_s=60.0, max_s=90.0)
+    assert should_stop(flat, 24.0, rule) == (False, False)
+    assert should_stop(flat, 60.0, rule) == (True, True)
+
+
+def test_spread_is_max_minus_min_over_median():
+    assert spread([99.0, 100.0, 101.0]) == pytest.approx(0.02)
+    assert spread([]) is None
+
+
+@pytest.mark.parametrize("field,value", [("window_s", 0), ("min_windows", 2), ("tolerance", 1.5),
+                                         ("max_s", -1)])
+def test_bad_rule_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        SteadyRule(**{field: value})
