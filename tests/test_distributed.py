@@ -59,6 +59,17 @@ def test_config_follows_the_probe_profile():
     assert distributed.config_from(CPU_CI) is CPU_CI
 
 
+@pytest.mark.parametrize("gpu, link, peak", [
+    ("NVIDIA H200", "nvlink", 450.0), ("NVIDIA A100-SXM4-80GB", "nvlink", 300.0),
+    ("NVIDIA H200", "pcie", None), ("NVIDIA A10", "nvlink", None), ("Mystery GPU", "nvlink", None),
+])
+def test_busbw_peak_is_one_direction_of_nvlink(gpu, link, peak):
+    value, source = distributed.busbw_peak(gpu, link)
+    assert value == peak and (source is None) == (peak is None)
+    if peak:
+        assert "gpu_specs.json" in source and "one direction" in source
+
+
 def test_fewer_than_two_gpus_is_not_applicable_and_launches_nothing(monkeypatch):
     def no_launch(*a, **k):
         raise AssertionError("nothing may be launched without 2 GPUs")

@@ -128,7 +128,21 @@ def _plan(backend: str | None, nprocs: int | None) -> tuple[str, int] | str:
     return backend, n
 
 
-def _allreduce_records(result: dict, backend: str, world: int, cfg: MultiGpuConfig) -> list[dict]:
+def busbw_peak(gpu_name: str | None, interconnect: str) -> tuple[float | None, str | None]:
+    """Ceiling of all-reduce busbw: one direction of the GPU's NVLink (the catalog's nvlink_gbps is
+    both directions, e.g. H200 900 -> 450 GB/s). nccl-tests' busbw is per direction and comparable to
+    it for any rank count. Only when every GPU pair is on NVLink; None otherwise (no PCIe guess)."""
+    from tasks.probe.specs import lookup
+
+    spec = lookup(gpu_name, warn=False)
+    if interconnect != "nvlink" or not spec.nvlink_gbps:
+        return None, None
+    return spec.nvlink_gbps / 2, f"{spec.peak_source}: nvlink_gbps / 2 (one direction)"
+
+
+def _allreduce_records(result: dict, backend: str, world: int, cfg: MultiGpuConfig,
+                       link: tuple[str, float | None, str | None] = ("none", None, None)) -> list[dict]:
+    """algbw and busbw per size; `link` = (interconnect kind, busbw peak, its source)."""
     out = []
     for row in result["sizes"]:
         size = row["bytes"]
@@ -136,12 +150,13 @@ def _allreduce_records(result: dict, backend: str, world: int, cfg: MultiGpuConf
         busbw = [busbw_gbps(a, world) for a in algbw]
         params = {"bytes": size, "size_mib": size / 2**20, "dtype": result["dtype"], "op": "sum",
                   "n_gpus": world, "backend": backend, "iters": cfg.allreduce_iters,
-                  "nccl_nvls_enable": result["nccl_nvls_enable"]}
+                  "nccl_nvls_enable": result["nccl_nvls_enable"], "interconnect": link[0]}
         flags = ["cpu_gloo"] if backend == "gloo" else []
         for metric, xs in (("algbw_gbps", algbw), ("busbw_gbps", busbw)):
+            peak, source = link[1:] if metric == "busbw_gbps" else (None, None)
             out.append(measurement("allreduce", BENCHMARK_VERSION, metric, median(xs), "GB/s",
                                    params=params, repeats=len(xs), spread=iqr(xs),
-                                   spread_kind="iqr", flags=flags))
+                                   spread_kind="iqr", flags=flags, peak=peak, peak_source=source))
     return out
 
 
@@ -212,7 +227,7 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     if world >= 2 and cfg.allreduce:
         out = run("allreduce", "allreduce", world)
         if out["ok"]:
-            measurements += _allreduce_records(out["result"], backend, world, cfg)
+            measurements += _allreduce_records(out["result"], backend, world, cfg, _link(backend))
     elif world == 1:
         attempts.append(attempt("allreduce", 1, "not_applicable", 0.0, started_at=iso_now(),
                                 message="world size 1: no collective to measure (n=1 baseline only)"))
@@ -238,6 +253,17 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
             finetunes.append(rec)
     return measurements, finetunes, attempts
 
+
+def _link(backend: str) -> tuple[str, float | None, str | None]:
+    """(interconnect kind, busbw peak, source) of this host; gloo on CPU has neither."""
+    if backend != "nccl":
+        return "none", None, None
+    import torch
+
+    from tasks.probe.interconnect import fingerprint
+
+    kind = str(fingerprint().get("interconnect", "unknown"))
+    return (kind, *busbw_peak(torch.cuda.get_device_name(0), kind))
 
 def _release_parent_cuda() -> None:
     """Hand this process's cached GPU memory back before the ranks start: rank 0 shares GPU 0 with
