@@ -128,7 +128,19 @@ def _optional(module: str, name: str, *args: Any, **kwargs: Any) -> tuple[Any, s
         return fn(*args, **kwargs), None
     except Exception as e:  # another area's failure must not take the whole site down
         log.warning("report: %s.%s failed: %s: %s", module, name, type(e).__name__, e)
+        if args and isinstance(args[0], duckdb.DuckDBPyConnection):
+            _recover(args[0])
         return None, f"could not compute: {module}.{name} raised {type(e).__name__}: {e}"
+
+
+def _recover(con: duckdb.DuckDBPyConnection) -> None:
+    """After a failed query inside the read snapshot, start a fresh one so the other sections still render."""
+    try:
+        con.execute("select 1").fetchall()
+    except duckdb.Error:
+        con.execute("rollback")
+        con.execute("begin transaction")
+        con.execute("set TimeZone = 'UTC'")
 
 
 def _cost(con, cfg: ReportConfig) -> Section:

@@ -153,6 +153,21 @@ def test_failing_cost_model_is_reported_not_raised(world, tmp_path, monkeypatch)
     assert "could not compute: tasks.cost.cost_table raised RuntimeError: boom &lt;b&gt;" in text
 
 
+def test_failed_query_in_another_area_does_not_abort_the_snapshot(world, tmp_path, monkeypatch):
+    import types
+
+    broken = types.ModuleType("tasks.cost")
+
+    def cost_table(con, **kw):
+        con.execute("select * from no_such_table")  # aborts the read transaction
+
+    broken.cost_table = cost_table
+    monkeypatch.setitem(sys.modules, "tasks.cost", broken)
+    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
+    assert "could not compute: tasks.cost.cost_table" in (out / "index.html").read_text()
+    assert "sw_power_cap" in (out / "hardware.html").read_text()  # later sections still read the warehouse
+
+
 def test_unknown_baseline_is_a_user_error(world, tmp_path):
     with pytest.raises(UserError, match="--baseline 'nope'"):
         build_site(world, str(tmp_path / "site"), baseline="nope", images=False)

@@ -31,7 +31,7 @@ def samples(tmp_path_factory) -> Path:
 def demo(samples, tmp_path_factory) -> tuple[Path, Path, str]:
     root = tmp_path_factory.mktemp("demo")
     wh, site = root / "demo.duckdb", root / "site"
-    res = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(site), "--samples", str(samples)])
+    res = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(site), "--samples", str(samples), "--no-images"])
     assert res.exit_code == 0, res.output
     return wh, site, res.output
 
@@ -88,7 +88,8 @@ def test_demo_replaces_only_its_own_warehouse(demo, samples, tmp_path):
     from tasks.land import land_into
 
     wh, site, _out = demo
-    again = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(tmp_path / "s2"), "--samples", str(samples)])
+    again = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(tmp_path / "s2"), "--samples", str(samples),
+                                   "--no-images"])
     assert again.exit_code == 0, again.output  # a demo file is rebuilt from scratch
     main = tmp_path / "main.duckdb"
     land_into(str(main), [str(samples)])  # a real landing (source 'cli'): not a demo file

@@ -46,6 +46,7 @@ def demo(
                                        "(default: $COSTGAP_SITE, then ./site)."),
     samples: Optional[Path] = typer.Option(None, "--samples", help="Directory of sample bundles "
                                            "(default: the committed warehouse/samples)."),
+    images: bool = typer.Option(True, "--images/--no-images", help="Also export every chart as PNG and SVG."),
 ) -> None:
     """Build a demo warehouse from the committed sample bundles and render its report."""
     from flows.errors import UserError
@@ -63,7 +64,7 @@ def demo(
     with writing(str(path)) as con:
         summary = build_demo(con, samples)
     typer.echo(summary.as_text())
-    index = build_site(str(path), site_url(site))
+    index = build_site(str(path), site_url(site), images=images)
     typer.echo(f"report: {index}")
 
 
