@@ -26,8 +26,9 @@ import signal
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
 import fsspec
@@ -84,6 +85,17 @@ def _crash(point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def safe_uri(url: str) -> str:
+    """The URL as it may be shown or stored: no user:password@ and no query (SAS tokens,
+    signatures). Credentials come from the environment or Prefect Secret blocks, never a URL
+    that lands in the warehouse, a log or the report."""
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def expand(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """(bundle files in sorted order, [(path, why)] for paths that do not exist)."""
     files, missing = [], []
@@ -97,7 +109,7 @@ def expand(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
         elif fs.exists(root):
             files.append(str(p))
         else:
-            missing.append((str(p), "no such file or directory"))
+            missing.append((safe_uri(str(p)), "no such file or directory"))
     return files, missing
 
 
@@ -108,7 +120,7 @@ def _read(url: str) -> bytes:
         with fs.open(path, "rb") as fh:
             head = fh.read(65536)
         digest = hashlib.sha256(head + str(size).encode()).hexdigest()
-        raise _Oversize(digest, BundleError(url, "<file>", f"{size} bytes",
+        raise _Oversize(digest, BundleError(safe_uri(url), "<file>", f"{size} bytes",
                                             f"larger than the {MAX_BUNDLE_BYTES}-byte limit; not parsed"))
     return fs.cat_file(path)
 
@@ -141,29 +153,30 @@ class Prepared:
 def prepare(files: list[str], *, now: datetime | None = None) -> Prepared:
     """Parse and validate one batch of files. Pure apart from reading the files."""
     now = now or datetime.now(timezone.utc)
-    batch = FrameBatch(landed_at=now, skew=FUTURE_SKEW + timedelta(minutes=0))
+    batch = FrameBatch(landed_at=now, skew=FUTURE_SKEW)
     rejected, seen, dupes, targets = [], set(), [], {}
     for url in files:
+        shown = safe_uri(url)
         try:
             raw = _read(url)
-            bundle = parse_bundle(raw, file=url, now=now)
-            check_ranges(bundle, url)
+            bundle = parse_bundle(raw, file=shown, now=now)
+            check_ranges(bundle, shown)
         except _Oversize as o:
-            rejected.append(_reject_row(url, o.digest, o.error, "", now))
+            rejected.append(_reject_row(shown, o.digest, o.error, "", now))
             continue
         except BundleError as e:
-            rejected.append(_reject_row(url, hashlib.sha256(raw).hexdigest(), e, raw, now))
+            rejected.append(_reject_row(shown, hashlib.sha256(raw).hexdigest(), e, raw, now))
             continue
         except OSError as e:
-            err = BundleError(url, "<file>", url, f"cannot be read ({e})")
-            rejected.append(_reject_row(url, hashlib.sha256(url.encode()).hexdigest(), err, "", now))
+            err = BundleError(shown, "<file>", shown, f"cannot be read ({e.strerror or type(e).__name__})")
+            rejected.append(_reject_row(shown, hashlib.sha256(shown.encode()).hexdigest(), err, "", now))
             continue
         if bundle.bundle_id in seen:
             dupes.append(bundle.bundle_id)
             continue
         seen.add(bundle.bundle_id)
         targets[bundle.bundle_id] = bundle.target
-        batch.add(bundle, url, raw.decode("utf-8"))
+        batch.add(bundle, shown, raw.decode("utf-8"))
     _crash("parsed")
     frames = batch.frames()
     outcome = validate_frames(frames, now=now) if seen else None

@@ -55,12 +55,11 @@ def check_ranges(b: Bundle, file: str) -> None:
             value, where = getattr(node, name), f"{prefix}{name}"
             if isinstance(value, BaseModel):
                 stack.append((f"{where}.", value))
-            elif isinstance(value, list):
-                for i, item in enumerate(value):
-                    if isinstance(item, BaseModel):
-                        stack.append((f"{where}.{i}.", item))
-                    elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > INT32_MAX:
-                        raise BundleError(file, f"{where}.{i}", item, f"out of range (|value| <= {INT32_MAX})")
+            elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+                stack.extend((f"{where}.{i}.", item) for i, item in enumerate(value))
+            elif isinstance(value, list) and value and type(value[0]) is int and max(map(abs, value)) > INT32_MAX:
+                i = next(i for i, v in enumerate(value) if abs(v) > INT32_MAX)
+                raise BundleError(file, f"{where}.{i}", value[i], f"out of range (|value| <= {INT32_MAX})")
             elif isinstance(value, int) and not isinstance(value, bool):
                 limit = 2**63 - 1 if name in BIGINT_FIELDS else INT32_MAX
                 if abs(value) > limit:
