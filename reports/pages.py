@@ -112,13 +112,18 @@ def overview(data: ReportData) -> Page:
     for w in data.warnings:
         p.parts.append(f'<div class="banner">{esc(w)}</div>')
 
+    labelled = {t["target"]: t["runs_labelled"] for t in data.targets if t.get("runs_labelled")}
+
     def headline() -> str:
         rows = []
         for r in data.cost.rows:
+            name = _target_link(r["target"])
+            if labelled.get(r["target"]):
+                name = Raw(f"{name} {badge('incl. synthetic runs', 'warn')}")
             lo, hi = r.get("cost_lo"), r.get("cost_hi")
             stale = r.get("price_stale")
             rows.append({
-                "target": _target_link(r["target"]), "preset": r.get("preset"),
+                "target": name, "preset": r.get("preset"),
                 "cost": r.get("cost_per_mtok"),
                 "interval": Raw(f"{fmt(lo)} – {fmt(hi)}") if lo is not None else None,
                 "gap": badge("baseline", "good") if r.get("is_baseline") else _pct(r.get("gap")),
@@ -150,8 +155,10 @@ def overview(data: ReportData) -> Page:
     p.h2("Targets")
     p.card(_section(Section(rows=data.targets), lambda: table(
         [("target", "Target"), ("provider", "Provider"), ("instance_type", "Instance type"), ("gpu_model", "GPU"),
-         ("gpu_count", "GPUs"), ("runs", "Runs"), ("runs_ok", "OK"), ("last_run_at", "Last run")],
-        [dict(t, target=_target_link(t["target"])) for t in data.targets], numeric=("gpu_count", "runs", "runs_ok")),
+         ("gpu_count", "GPUs"), ("runs", "Runs"), ("runs_ok", "OK"), ("runs_labelled", "Not measured"), ("last_run_at", "Last run")],
+        [dict(t, target=_target_link(t["target"]),
+              runs_labelled=badge(str(t["runs_labelled"]), "warn") if t.get("runs_labelled") else 0) for t in data.targets],
+        numeric=("gpu_count", "runs", "runs_ok", "runs_labelled")),
         "targets"))
     return p
 

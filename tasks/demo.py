@@ -165,7 +165,7 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
 
     cfg = cfg or DemoConfig()
     folder = samples or sample_dir()
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    files = sorted(folder.rglob("*.json")) if folder.is_dir() else []
     if not files:
         raise UserError(f"{folder}: no sample bundles (*.json) to build the demo from; "
                         "commit measured bundles there or pass --samples DIR")
