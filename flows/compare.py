@@ -8,9 +8,10 @@ Per target (deploy/targets.toml), concurrently on a thread pool:
 - `pool`: run_deployment("probe/<id>") as a subflow on the target's work pool, watched until it
   ends, its timeout passes or its pool loses every live worker (tasks.fanout.wait_for_run);
 - `import`: the bundles in the target's inbox.
-Bundles are read from the results store. Landing (validated by tasks.land) holds the Prefect
-global concurrency limit `warehouse-write` (1 slot, created if missing), so concurrent compare
-runs queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
+Bundles are read from the results store and each target lands as soon as its run ends, so a slow
+target never holds up the others. Landing (validated by tasks.land) holds the Prefect global
+concurrency limit `warehouse-write` (1 slot, created if missing): concurrent compare runs and
+targets queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
 is read back from Prefect and landed as attempts. The flow ends Completed when every target
 landed, Completed named "Partial" (message lists what is missing) when some did, and Failed when
 none did; the summary dict is the flow's result either way.
@@ -18,6 +19,8 @@ none did; the summary dict is the flow's result either way.
 
 from __future__ import annotations
 
+import importlib
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -107,7 +110,9 @@ def _run_import(t: Target) -> Outcome:
 
 
 @task(name="dispatch", cache_policy=NO_CACHE)
-def dispatch_target(t: Target, profile: str, results: str, skip: list[str], worker_grace_s: float) -> Outcome:
+def dispatch_target(t: Target, profile: str, results: str, skip: list[str], worker_grace_s: float,
+                    warehouse: str, compare_run_id: str) -> Outcome:
+    """Probe one target and land what came back at once: a slow target never holds up the rest."""
     get_run_logger().info("%s: dispatching (%s)", t.id, t.dispatch)
     if t.dispatch == "local":
         o = _run_local(t, profile, results, skip)
@@ -119,7 +124,7 @@ def dispatch_target(t: Target, profile: str, results: str, skip: list[str], work
         o.status, o.message = "missing", f"run completed but no bundle under {results}/{t.id}/"
     get_run_logger().info("%s: %s, %d bundle(s), %d Prefect attempt(s)", t.id, o.status,
                           len(o.bundle_uris), len(o.attempts))
-    return o
+    return land(warehouse, o, compare_run_id)
 
 
 def ensure_write_limit(name: str = WRITE_LIMIT, slots: int = 1) -> None:
@@ -137,27 +142,35 @@ def ensure_write_limit(name: str = WRITE_LIMIT, slots: int = 1) -> None:
                 pass
 
 
-@task(name="land", cache_policy=NO_CACHE)
-def land(warehouse: str, targets: list[Target], outcomes: list[Outcome], compare_run_id: str) -> list[Outcome]:
+def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
+    """Land one target's bundles, Prefect attempts and dispatches row, holding warehouse-write."""
     from prefect.concurrency.sync import concurrency
 
     from tasks.land import land_paths, record_prefect_attempts
-    from tasks.targets import sync_targets
     from warehouse.db import writing
 
     log = get_run_logger()
-    ensure_write_limit()
     with concurrency(WRITE_LIMIT, occupy=1, strict=True), writing(warehouse) as con:
-        sync_targets(con, targets)
-        for o in outcomes:
-            if o.bundle_uris:
-                summary = land_paths(con, o.bundle_uris, source="flow")
-                fanout.apply_landing(o, summary)
-                log.info("%s: %s", o.target, summary.as_text())
-            added = record_prefect_attempts(con, fanout.attempt_rows(o))
-            log.info("%s: %d Prefect attempt(s) recorded", o.target, added)
-        fanout.record_dispatches(con, fanout.dispatch_rows(compare_run_id, outcomes))
-    return outcomes
+        if o.bundle_uris:
+            summary = land_paths(con, o.bundle_uris, source="flow")
+            fanout.apply_landing(o, summary)
+            log.info("%s: %s", o.target, summary.as_text())
+        added = record_prefect_attempts(con, fanout.attempt_rows(o))
+        fanout.record_dispatches(con, fanout.dispatch_rows(compare_run_id, [o]))
+    log.info("%s: %d Prefect attempt(s) recorded", o.target, added)
+    return o
+
+
+@task(name="sync-targets", cache_policy=NO_CACHE)
+def sync_targets(warehouse: str, targets: list[Target]) -> None:
+    """The targets file's facts (provider, region, instance type...) into the targets table."""
+    from prefect.concurrency.sync import concurrency
+
+    from tasks import targets as targets_mod
+    from warehouse.db import writing
+
+    with concurrency(WRITE_LIMIT, occupy=1, strict=True), writing(warehouse) as con:
+        targets_mod.sync_targets(con, targets)
 
 
 @flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=MAX_PARALLEL), log_prints=True)
@@ -174,13 +187,23 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     file = settings.targets_path(targets_file)
     chosen = select(load_targets(file), targets, str(file))
     log.info("comparing %d target(s): %s (profile %s)", len(chosen), ", ".join(t.id for t in chosen), profile)
-    futures = [dispatch_target.submit(t, profile, results, list(skip or []), worker_grace_s) for t in chosen]
+    ensure_write_limit()
+    threading.Thread(target=importlib.import_module, args=("tasks.land",), daemon=True).start()  # GX
+    # imports take seconds: load them while the probes run, not after
+    run_id = str(runtime.flow_run.id or "cli")
+    synced = sync_targets.submit(warehouse, chosen)
+    futures = [dispatch_target.submit(t, profile, results, list(skip or []), worker_grace_s, warehouse, run_id)
+               for t in chosen]
     outcomes = [f.result() for f in futures]
-    outcomes = land(warehouse, chosen, outcomes, str(runtime.flow_run.id or "cli"))
+    synced.result()
     status, message = fanout.overall(outcomes)
     summary = {"status": status, "message": message, "warehouse": warehouse, "site": site,
                "results": results, "outcomes": [fanout.outcome_dict(o) for o in outcomes]}
     summary.update(report_and_artifacts(warehouse, site, fanout.outcomes_markdown(outcomes), message))
+    if summary["errors"]:  # the bundles landed, but the report is stale: say so in the state
+        status = "partial" if status == "completed" else status
+        message = f"{message}; {'; '.join(summary['errors'])}"
+        summary.update(status=status, message=message)
     log.info(message)
     if status == "completed":
         return Completed(message=message, data=summary)

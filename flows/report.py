@@ -62,21 +62,34 @@ def _link(index: str) -> str:
     return index if "://" in index else Path(index).resolve().as_uri()
 
 
+def _value(state, default, errors: list[str], what: str):
+    """A task's result, or `default` with the error noted: a broken report must not lose the landing."""
+    if state.is_completed():
+        return state.result()
+    errors.append(f"{what} failed: {state.message}")
+    return default
+
+
 def report_and_artifacts(warehouse: str, site: str, outcomes_md: str = "", message: str = "") -> dict:
-    """Rebuild the site, then attach the headline and a link to it to the current flow run."""
-    index = build_site(warehouse, site)
-    head = headline(warehouse)
+    """Rebuild the site, then attach the headline and a link to it to the current flow run.
+    Returns index, headline text, number of change points, and `errors` (empty when all worked)."""
+    errors: list[str] = []
+    index = _value(build_site(warehouse, site, return_state=True), None, errors, "report site")
+    head = _value(headline(warehouse, return_state=True),
+                  {"headline": "(headline table failed)", "headline_md": "_headline table failed_",
+                   "changes_md": "_change points not computed_", "changes": 0}, errors, "headline")
     md = "\n\n".join(p for p in (
         f"# costgap\n\n{message}" if message else "# costgap",
         "## Effective cost per million tokens\n\n" + head["headline_md"],
         "## Change points\n\n" + head["changes_md"],
         "## Targets in this run\n\n" + outcomes_md if outcomes_md else "",
+        "## Errors\n\n" + "\n".join(f"- {e}" for e in errors) if errors else "",
     ) if p)
     create_markdown_artifact(key="costgap-headline", markdown=md, description="costgap headline table")
     if index:
         create_link_artifact(key="costgap-report", link=_link(index), link_text="costgap report",
                              description="the static costgap site")
-    return {"index": index, "headline": head["headline"], "changes": head["changes"]}
+    return {"index": index, "headline": head["headline"], "changes": head["changes"], "errors": errors}
 
 
 @flow(name="report", log_prints=True)
@@ -84,4 +97,6 @@ def report(warehouse: str | None = None, site: str | None = None) -> str | None:
     """Rebuild the site from the warehouse; returns index.html's path or URL."""
     out = report_and_artifacts(settings.warehouse_path(warehouse), settings.site_url(site))
     print(out["headline"])
+    if out["errors"]:
+        raise RuntimeError("; ".join(out["errors"]))
     return out["index"]

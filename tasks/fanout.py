@@ -55,7 +55,7 @@ def _typ(state) -> str:
 
 
 def wait_for_run(client, flow_run_id, *, work_pool: str, timeout_s: float, worker_grace_s: float = 0.0,
-                 poll_s: float = 2.0, progress: Callable[[str], None] | None = None) -> tuple[str, str | None]:
+                 poll_s: float = 1.0, progress: Callable[[str], None] | None = None) -> tuple[str, str | None]:
     """Wait for a probe flow run (sync client). Returns (status, message); status is the final
     Prefect state type lowercased (completed, failed, crashed, cancelled) or timeout."""
     from prefect.states import Crashed
