@@ -66,5 +66,6 @@ def test_fingerprint_gpu_fields(spec):
     assert env["gpu_count"] >= 1 and env["gpu_name"] and env["cuda_runtime"]
     if nvml.available():
         for k in ("gpu_uuid", "driver", "cuda_driver", "pcie_gen_max", "pcie_width_max",
-                  "power_limit_w", "sm_clock_max_mhz", "mig_mode", "ecc", "cudnn", "nccl"):
+                  "power_limit_w", "sm_clock_max_mhz", "mig_mode", "cudnn", "nccl",
+                  "numa_node", "cpu_affinity", "nvlink", "persistence_mode"):
             assert env[k] is not None, k

@@ -138,7 +138,8 @@ def test_sampler_without_nvml_has_null_conditions(monkeypatch):
         s.set_phase("gemm")
         with s.window() as w:
             time.sleep(0.05)
-    assert w.conditions() is None and w.energy_j() is None and w.duration_s > 0
+    assert w.conditions() is None and w.energy_j() is None and w.throttled() is None
+    assert w.duration_s > 0
     assert all(v == [] for v in s.columns().values())
 
 
@@ -191,6 +192,13 @@ def test_sampler_with_fake_nvml_conditions_energy_columns(monkeypatch):
     assert c0["sm_clock_mhz_median"] == 1575 and c0["power_w_max"] == 690.0
     assert c0["throttle_reasons"] == ["sw_power_cap"] and nvml.throttled(c0)
     assert wall.conditions()["sm_clock_mhz_min"] == 1575 and "gpu_idle" not in wall.conditions()["throttle_reasons"]
+    assert w0.throttled() is True  # sw_power_cap in every gpu0 sample
+    with nvml.Sampler(t0=time.time(), hz=100) as s1:
+        with s1.window(gpus=[1]) as w1:
+            time.sleep(0.03)
+    assert w1.throttled() is False and w1.conditions()["throttle_reasons"] == []
+    m = measurement("gemm", "2", "bf16_tflops", 800.0, "TFLOP/s", window=w0)
+    assert m["flags"] == ["throttled"] and m["conditions"]["sm_clock_mhz_min"] == 1575
     assert w0.energy_j() == pytest.approx(1400.0)  # (3rd - 1st read) on gpu0: 2 x 700 J
     cols = s.columns()
     n = len(cols["t"])

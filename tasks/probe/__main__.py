@@ -23,6 +23,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="directory for the storage benchmark's files (default: the temp dir)")
     ap.add_argument("--skip", default="", help="comma-separated task groups to skip "
                     "(gemm, gemm_sustained, memory, hostdev, storage, feed, allreduce, finetune)")
+    ap.add_argument("--model", default=None, help="fine-tune a local HF checkpoint dir (no download)")
+    ap.add_argument("--tokenizer", default=None, help="local tokenizer dir (default: byte-level)")
+    ap.add_argument("--data", default=None, help="Alpaca-format JSONL for the fine-tune "
+                    "(default: the shipped generated sample)")
     ap.add_argument("--origin-kind", default="cli", choices=["local", "pool", "import", "cli"])
     ap.add_argument("--flow-run-id", default=None, help="Prefect flow run id, when run by a flow")
     a = ap.parse_args(argv)
@@ -33,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     origin = {"kind": a.origin_kind, "flow_run_id": a.flow_run_id, "host": socket.gethostname()}
     skip = {s.strip() for s in a.skip.split(",") if s.strip()}
     try:
-        path = run_probe(a.profile, a.target, a.out, origin=origin, data_dir=a.data_dir, skip=skip)
+        ft = {k: v for k, v in (("model", a.model), ("tokenizer", a.tokenizer), ("data", a.data)) if v}
+        path = run_probe(a.profile, a.target, a.out, origin=origin, data_dir=a.data_dir, skip=skip,
+                         finetune_options=ft or None)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -219,7 +219,14 @@ def fingerprint() -> dict[str, Any]:
     tinfo = torch_info()
     env["extra"].update(tinfo.pop("extra", {}))
     env.update(tinfo)
-    gpu = nvml_info() or smi_info()
+    gpu = nvml_info()
+    if gpu and any(v is None for k, v in gpu.items() if not k.startswith("_")):
+        smi = smi_info() or {}  # NVML refused a field (a VM, an old driver): ask nvidia-smi
+        filled = [k for k, v in gpu.items() if v is None and smi.get(k) is not None]
+        gpu.update({k: smi[k] for k in filled})
+        if filled:
+            gpu["_extra"]["fields_from_nvidia_smi"] = filled
+    gpu = gpu or smi_info()
     if gpu:
         extra = gpu.pop("_extra", {})
         env.update({k: v for k, v in gpu.items()})

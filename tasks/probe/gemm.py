@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 
 import torch
 
@@ -62,16 +63,25 @@ def matmul_precision(dtype: str):
 
 
 def time_shape(m: int, n: int, k: int, dtype: str, device: str, *, warmup: int, iters: int,
-               flush: torch.Tensor | None) -> dict:
+               flush: torch.Tensor | None, idle_ratio: float = 0.0, spinup_s: float = 0.0,
+               max_timed_s: float | None = None) -> dict:
     """Median and max TFLOP/s of one (m, n, k) product."""
     g = torch.Generator(device=device).manual_seed(m * 7 + n * 13 + k)
     a = torch.randn(m, k, generator=g, device=device, dtype=TORCH_DTYPES[dtype])
     b = torch.randn(k, n, generator=g, device=device, dtype=TORCH_DTYPES[dtype])
     out = torch.empty(m, n, device=device, dtype=TORCH_DTYPES[dtype])
     before = flush.zero_ if flush is not None else None
+    fn = lambda: torch.mm(a, b, out=out)  # noqa: E731
     with matmul_precision(dtype):
-        times = time_iters(lambda: torch.mm(a, b, out=out), device=device, iters=iters,
-                           warmup=warmup, before_each=before)
+        t_spin = time.perf_counter() + spinup_s
+        while time.perf_counter() < t_spin:
+            time_iters(fn, device=device, iters=5, idle_ratio=idle_ratio)
+        if max_timed_s:  # slow shapes get fewer (>= 10) timed calls
+            est = median(time_iters(fn, device=device, iters=2, warmup=warmup))
+            warmup = 0
+            iters = min(iters, max(10, int(max_timed_s / max(est, 1e-9))))
+        times = time_iters(fn, device=device, iters=iters, warmup=warmup, before_each=before,
+                           idle_ratio=idle_ratio)
     flops = 2.0 * m * n * k
     tflops = [flops / t / 1e12 for t in times if t > 0]
     del a, b, out
@@ -108,7 +118,9 @@ def search(dtype: str, cfg: GemmConfig, device: str) -> dict:
         shape = pool.pop(0)
         seen.add(shape)
         results.append(time_shape(*shape, dtype, device, warmup=cfg.warmup, iters=cfg.iters,
-                                  flush=flush))
+                                  flush=flush, idle_ratio=cfg.idle_ratio,
+                                  spinup_s=0.0 if results else cfg.spinup_s,
+                                  max_timed_s=cfg.shape_timed_s))
         if not pool and not cfg.exhaustive:  # hill-climb around the best shape so far
             best = max(results, key=lambda r: r["tflops_median"])
             pool = _neighbours(tuple(best["shape"]), seen)[:4] if len(results) < MAX_SEARCH_SHAPES else []
@@ -116,7 +128,8 @@ def search(dtype: str, cfg: GemmConfig, device: str) -> dict:
     search_s = time.perf_counter() - t0
     top = sorted(results, key=lambda r: -r["tflops_median"])[: cfg.refine_top]
     refined = [time_shape(*r["shape"], dtype, device, warmup=cfg.warmup, iters=cfg.refine_iters,
-                          flush=flush) for r in top]
+                          flush=flush, idle_ratio=cfg.idle_ratio,
+                          max_timed_s=cfg.shape_timed_s * 3) for r in top]
     best = max(refined, key=lambda r: r["tflops_median"])
     del flush
     return {**best, "dtype": dtype, "shapes_tried": len(results), "complete": complete,
@@ -124,7 +137,7 @@ def search(dtype: str, cfg: GemmConfig, device: str) -> dict:
             "sweep_best_median": max(r["tflops_median"] for r in results)}
 
 
-def _gemm_measurement(dtype: str, res: dict, spec: GpuSpec, cfg: GemmConfig, cond,
+def _gemm_measurement(dtype: str, res: dict, spec: GpuSpec, cfg: GemmConfig, window,
                       metric: str | None = None) -> dict:
     peak = spec.peak_tflops(dtype)
     eff = res["tflops_median"] / peak if peak else None
@@ -136,11 +149,12 @@ def _gemm_measurement(dtype: str, res: dict, spec: GpuSpec, cfg: GemmConfig, con
                 "mode": res.get("mode", "exhaustive" if cfg.exhaustive else "search"),
                 "shapes_tried": res.get("shapes_tried", 1), "complete": res.get("complete", True),
                 "search_s": round(res.get("search_s", 0.0), 3), "warmup": cfg.warmup,
-                "l2_flush_mib": cfg.l2_flush_mib if res.get("flushed", True) else 0},
+                "l2_flush_mib": cfg.l2_flush_mib if res.get("flushed", True) else 0,
+                "idle_ratio": cfg.idle_ratio if is_cuda_result(res) else 0.0},
         repeats=res["iters"], statistic="median", spread=res["tflops_iqr"], spread_kind="iqr",
         peak=peak, peak_source=spec.peak_source if peak else None,
         flags=["low_efficiency"] if eff is not None and eff < LOW_EFFICIENCY else [],
-        conditions=cond)
+        window=window)
 
 
 def measure_gemm(cfg: GemmConfig, *, device: str, spec: GpuSpec, sampler=None,
@@ -156,7 +170,7 @@ def measure_gemm(cfg: GemmConfig, *, device: str, spec: GpuSpec, sampler=None,
     window = sampler.window(gpus=[_index(device)]) if sampler else nullcontext()
     with window as w:
         res = search(dtype, cfg, device)
-    return [_gemm_measurement(dtype, res, spec, cfg, w.conditions() if sampler else None)]
+    return [_gemm_measurement(dtype, res, spec, cfg, w)]
 
 
 def measure_classic(cfg: GemmConfig, *, device: str, spec: GpuSpec, sampler=None) -> list[dict]:
@@ -166,10 +180,13 @@ def measure_classic(cfg: GemmConfig, *, device: str, spec: GpuSpec, sampler=None
     window = sampler.window(gpus=[_index(device)]) if sampler and is_cuda(device) else nullcontext()
     with window as w:
         res = time_shape(2048, 2048, 2048, "fp32", device, warmup=max(1, cfg.warmup // 2),
-                         iters=iters, flush=flush)
+                         iters=iters, flush=flush, idle_ratio=cfg.idle_ratio if flush is not None else 0.0)
     res.update(mode="classic", flushed=flush is not None)
-    cond = w.conditions() if sampler and is_cuda(device) else None
-    return [_gemm_measurement("fp32", res, spec, cfg, cond, metric="mm2048_fp32_tflops")]
+    return [_gemm_measurement("fp32", res, spec, cfg, w, metric="mm2048_fp32_tflops")]
+
+
+def is_cuda_result(res: dict) -> bool:
+    return res.get("mode") not in ("cpu",)
 
 
 def _index(device: str) -> int:
@@ -182,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exhaustive", action="store_true", help="sweep the whole grid")
     ap.add_argument("--compare", action="store_true", help="exhaustive sweep, then standard search")
     ap.add_argument("--budget-s", type=float, default=900.0, help="sweep budget")
+    ap.add_argument("--idle-ratio", type=float, default=None, help="override the burst idle ratio")
     ap.add_argument("--out", help="write the JSON result here")
     a = ap.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -190,15 +208,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from tasks.probe.profiles import STANDARD
 
+    std = STANDARD.gemm if a.idle_ratio is None else replace(STANDARD.gemm, idle_ratio=a.idle_ratio)
+
     out = {"dtype": a.dtype, "device": torch.cuda.get_device_name(0)}
     if a.exhaustive or a.compare:
-        sweep_cfg = GemmConfig(exhaustive=True, budget_s=a.budget_s, warmup=STANDARD.gemm.warmup,
-                               iters=STANDARD.gemm.iters, refine_iters=STANDARD.gemm.refine_iters,
-                               refine_top=STANDARD.gemm.refine_top)
+        sweep_cfg = replace(std, exhaustive=True, budget_s=a.budget_s)
         out["sweep"] = search(a.dtype, sweep_cfg, device)
         print(json.dumps({"sweep": out["sweep"]}), flush=True)
     if not a.exhaustive:
-        out["search"] = search(a.dtype, STANDARD.gemm, device)
+        out["search"] = search(a.dtype, std, device)
         print(json.dumps({"search": out["search"]}), flush=True)
     if "sweep" in out and "search" in out:
         out["search_vs_sweep"] = out["search"]["tflops_median"] / out["sweep"]["tflops_median"]

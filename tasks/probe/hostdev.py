@@ -84,13 +84,13 @@ def measure_hostdev(cfg: HostDevConfig, *, device: str, sampler=None) -> list[di
                 times = _host_timed(fn, device, iters, cfg.warmup)
             if link is None:  # read under load: an idle link may have trained down
                 link = read_link(idx)
-        raw[name] = (times, w.conditions() if sampler else None, how)
+        raw[name] = (times, w, how)
     link = link or read_link(idx)
     ceiling = link_ceiling_gbps(link["gen"], link["width"])
     source = (f"PCIe Gen{link['gen']} x{link['width']} per direction "
               f"({PCIE_X16_GBPS.get(link['gen'])} GB/s at x16), link read via NVML") if ceiling else None
     out = []
-    for name, (times, cond, how) in raw.items():
+    for name, (times, win, how) in raw.items():
         gbps = [nbytes / t / 1e9 for t in times if t > 0]
         value = median(gbps)
         out.append(measurement(
@@ -100,6 +100,6 @@ def measure_hostdev(cfg: HostDevConfig, *, device: str, sampler=None) -> list[di
                     "pcie_width_max": link["width_max"], "max_gbps": round(max(gbps), 3),
                     "efficiency": round(value / ceiling, 4) if ceiling else None},
             repeats=len(gbps), statistic="median", spread=iqr(gbps), spread_kind="iqr",
-            peak=ceiling, peak_source=source, conditions=cond))
+            peak=ceiling, peak_source=source, window=win))
     del dev, pinned, pageable
     return out

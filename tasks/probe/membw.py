@@ -56,6 +56,6 @@ def measure_memory(cfg: MemoryConfig, *, device: str, spec: GpuSpec, sampler=Non
                     "efficiency": round(value / peak, 4) if peak else None},
             repeats=len(gbps), statistic="median", spread=iqr(gbps), spread_kind="iqr",
             peak=peak, peak_source=spec.peak_source if peak else None,
-            conditions=w.conditions() if sampler and cuda else None))
+            window=w))
     del a, b, c
     return out

@@ -36,6 +36,10 @@ THROTTLE_REASONS = frozenset(
      "hw_power_brake_slowdown"}
 )
 
+# A reason must hold in this share of a window's samples to flag the figure "throttled": one
+# 100 ms sample at a burst's edge must not mark it, a reason held over a fifth of it moved it.
+THROTTLED_MIN_FRACTION = 0.2
+
 _state: dict[str, Any] = {"tried": False, "ok": False, "mod": None}
 _lock = threading.Lock()
 
@@ -168,6 +172,16 @@ class Window:
             "temp_c_max": float(max(temps)) if temps else None,
             "throttle_reasons": reasons,
         }
+
+    def throttled(self, min_fraction: float = THROTTLED_MIN_FRACTION) -> bool | None:
+        """True when a throttle reason held in >= min_fraction of the samples (None: no NVML)."""
+        if self._s.nv is None:
+            return None
+        masks = [r["reasons"] for r in self._rows() if r["reasons"] is not None]
+        if not masks:
+            return None
+        hit = sum(1 for m in masks if THROTTLE_REASONS.intersection(decode_reasons(m)))
+        return hit / len(masks) >= min_fraction
 
     def energy_j(self) -> float | None:
         """Energy counter delta over the window, summed over GPUs (None if unsupported)."""

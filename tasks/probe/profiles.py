@@ -33,6 +33,12 @@ class GemmConfig:
     refine_iters: int = 100  # timed calls for the best shapes after the search (a stable median)
     refine_top: int = 3  # how many of the searched shapes get the long re-measurement
     l2_flush_mib: int = 256  # > 4x the largest L2 (H200: 60 MiB): every call reads HBM cold
+    idle_ratio: float = 1.0  # idle this x each timed call: back-to-back calls hit the power cap
+    # within ~0.3 s on an H200 (seen 2026-12-02: 1980 -> ~1550 MHz), so a burst figure needs gaps;
+    # the power-capped rate is the sustained benchmark's job
+    shape_timed_s: float = 0.3  # cap on one shape's timed calls (fewer iters, >= 10, for slow
+    # ones: an fp32 8192^3 product takes ~22 ms on an H200)
+    spinup_s: float = 0.3  # untimed load before a dtype's search: clocks leave idle (345 MHz)
     classic_2048: bool = True  # the classic 2048^3 fp32 torch.mm check, comparable everywhere
     cpu_size: int = 1024  # square fp32 matmul side on CPU (GFLOP/s-class hosts)
     cpu_iters: int = 10  # timed CPU matmuls
@@ -43,6 +49,9 @@ class GemmConfig:
         _positive(self, "budget_s", "warmup", "iters", "refine_iters", "refine_top", "cpu_size",
                   "cpu_iters")
         _check(self, "l2_flush_mib", self.l2_flush_mib >= 0, "an integer >= 0")
+        _check(self, "idle_ratio", 0 <= self.idle_ratio <= 10, "in [0, 10]")
+        _check(self, "spinup_s", self.spinup_s >= 0, "a number >= 0")
+        _check(self, "shape_timed_s", self.shape_timed_s > 0, "a number > 0")
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,17 @@ def measurement(
     params: dict | None = None, repeats: int = 1, statistic: str = "median",
     spread: float | None = None, spread_kind: str | None = None, peak: float | None = None,
     peak_source: str | None = None, flags: list[str] | None = None,
-    conditions: dict | None = None,
+    conditions: dict | None = None, window=None,
 ) -> dict[str, Any]:
-    """One bundle Measurement dict; adds the "throttled" flag when the conditions say so."""
+    """One bundle Measurement dict. With an nvml.Window, its conditions are taken and the
+    "throttled" flag set when a throttle reason held over enough of it; else from `conditions`."""
     flags = list(flags or [])
-    if nvml.throttled(conditions) and "throttled" not in flags:
+    if window is not None:
+        conditions = window.conditions()
+        throttled = window.throttled()
+    else:
+        throttled = nvml.throttled(conditions)
+    if throttled and "throttled" not in flags:
         flags.append("throttled")
     return {
         "benchmark": benchmark, "benchmark_version": version, "metric": metric,

@@ -183,9 +183,20 @@ def write_bundle(doc: dict[str, Any], out_dir: str | Path) -> Path:
 
 def run_probe(profile: str, target: str, out_dir: str, *, origin: dict | None = None,
               data_dir: str | None = None, skip: set[str] | frozenset = frozenset(),
-              device: str | None = None) -> Path:
+              device: str | None = None, finetune_options: dict | None = None) -> Path:
     """Run the probe for `profile` on this host and return the bundle's path."""
     prof = with_data_dir(get_profile(profile), data_dir)
+    if finetune_options:  # the CLI's --model/--tokenizer/--data, over the profile's own options
+        from dataclasses import replace
+
+        prof = replace(prof, finetune_options={**prof.finetune_options, **finetune_options})
+    if "finetune" not in skip:  # a bad --data/--model fails here in seconds, before the GEMM sweep
+        try:
+            from tasks.probe.finetune import check_inputs
+        except ImportError:
+            check_inputs = None
+        if check_inputs is not None:
+            check_inputs(list(prof.finetune_presets), dict(prof.finetune_options) or None)
     unknown = set(skip) - set(TASK_GROUPS)
     if unknown:
         raise ValueError(f"skip = {sorted(unknown)}: expected names from {list(TASK_GROUPS)}")

@@ -71,14 +71,14 @@ def measure_sustained(cfg: SustainedConfig, *, device: str, shape: list[int] | N
                           params=params, repeats=len(windows), statistic="trimmed_median",
                           spread=max(windows) - min(windows), spread_kind="max_minus_min",
                           peak=peak, peak_source=spec.peak_source if peak else None,
-                          conditions=cond)]
+                          window=whole)]
     if ratio is not None:
         result.append(measurement(BENCHMARK, VERSION, f"{dtype}_sustained_over_burst", ratio,
                                   "ratio", params={"m": m, "n": n, "k": k,
                                                    "burst_tflops": burst_tflops,
                                                    "sustained_tflops": sustained},
                                   repeats=len(windows), statistic="trimmed_median",
-                                  conditions=cond))
+                                  window=whole))
     del a, b, out
     return result
 

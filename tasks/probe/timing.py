@@ -68,12 +68,15 @@ def time_iters(
     iters: int,
     warmup: int = 0,
     before_each: Callable[[], object] | None = None,
+    idle_ratio: float = 0.0,
 ) -> list[float]:
     """Seconds per call of `fn`, one figure per timed iteration.
 
     On CUDA each iteration is bracketed by its own pair of events so that `before_each` (an L2
-    flush, say) runs between iterations without being timed; one synchronise at the end. On CPU
-    perf_counter brackets each call.
+    flush, say) runs between iterations without being timed; one synchronise at the end. With
+    `idle_ratio` > 0 the host waits for each call and then idles `idle_ratio` x its time, so the
+    card's power controller never sees continuous load: a burst figure, not a power-capped one.
+    On CPU perf_counter brackets each call.
     """
     if iters < 1:
         raise ValueError(f"iters must be >= 1, got {iters!r}")
@@ -93,6 +96,9 @@ def time_iters(
             s.record()
             fn()
             e.record()
+            if idle_ratio > 0:
+                e.synchronize()
+                time.sleep(s.elapsed_time(e) / 1000.0 * idle_ratio)
         torch.cuda.synchronize(device)
         return [s.elapsed_time(e) / 1000.0 for s, e in zip(starts, ends)]
     out = []
