@@ -14,13 +14,11 @@ Other failures are classified cuda_error / timeout / crash (NaN loss: failed, er
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import math
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,84 +26,14 @@ import torch
 
 from tasks.probe import data as fdata
 from tasks.probe import presets as fpresets
-from tasks.probe.finetune_record import base_record, closed
+from tasks.probe.finetune_record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
 from tasks.probe.flops import flops_per_token, mfu
-from tasks.probe.steady import SteadyRule
 from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
                                make_scaler, make_step, timed_phase)
 
 MIN_ENERGY_WINDOW_S = 3.0  # issue 4: energy over "a window of several seconds"; shorter -> NULL
 TARGET_TOKENS_PER_STEP = 8192  # below this the GPU idles between kernels: worth checkpointing instead
 MEMORY_HEADROOM = 0.85  # of free memory the first guess may plan to use (fragmentation, workspaces)
-
-
-@dataclass(frozen=True)
-class FinetuneOptions:
-    """Per-run knobs; every field has a default so a profile name alone reproduces a run."""
-
-    model: str | None = None  # --model: local HF checkpoint dir replacing random init (production path)
-    tokenizer: str | None = None  # --tokenizer: local tokenizer dir; None = the model's, else bytes
-    data: str | None = None  # --data: Alpaca JSONL; None = the shipped generated sample
-    compile: bool | None = None  # torch.compile; None = the preset's default
-    precision: str | None = None  # "bf16" | "fp16" | "fp32"; None = what the GPU supports (recorded)
-    activation_checkpointing: bool | None = None  # None = decided from the memory estimate
-    micro_batch: int | None = None  # None = auto (guess from memory, halve on OOM)
-    steps: int | None = None  # fixed timed steps (quick profile); None = the steady-state rule
-    warmup_steps: int = 3  # untimed: first step compiles, the next ones settle the allocator
-    warmup_min_s: float = 5.0  # and at least this long after the first step: clocks reach the power
-    #   cap before timing (H200 2026-12-02: windows drifted ~1% over 24 s after a 1.5 s warm-up)
-    steady: SteadyRule = field(default_factory=SteadyRule)  # issue 10.3 stop rule
-    peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/specs.py)
-    num_workers: int = 2  # DataLoader workers: real fine-tunes feed from worker processes
-    memory_fraction: float | None = None  # CUDA: cap the allocator to simulate a smaller card
-    inject_oom_above: int | None = None  # tests: OutOfMemoryError above this micro-batch (0: always)
-    seed: int = 0  # init and data order
-
-    def __post_init__(self):
-        for name, low in (("micro_batch", 1), ("steps", 1), ("inject_oom_above", 0)):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
-                raise ValueError(f"finetune option {name} = {v!r}: expected an integer >= {low}")
-        if not self.warmup_min_s >= 0:
-            raise ValueError(f"finetune option warmup_min_s = {self.warmup_min_s!r}: expected >= 0")
-        if self.warmup_steps < 1:
-            raise ValueError(f"finetune option warmup_steps = {self.warmup_steps!r}: expected >= 1")
-        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
-            raise ValueError(f"finetune option memory_fraction = {self.memory_fraction!r}: expected (0, 1]")
-        if self.precision not in (None, "bf16", "fp16", "fp32"):
-            raise ValueError(f"finetune option precision = {self.precision!r}: expected bf16, fp16 or fp32")
-        if self.peak_tflops is not None and not self.peak_tflops > 0:
-            raise ValueError(f"finetune option peak_tflops = {self.peak_tflops!r}: expected > 0")
-
-    @classmethod
-    def from_dict(cls, d: dict | None) -> "FinetuneOptions":
-        d = dict(d or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown finetune option(s) {unknown}; expected some of {sorted(known)}")
-        if isinstance(d.get("steady"), dict):
-            d["steady"] = SteadyRule(**d["steady"])
-        return cls(**d)
-
-
-def classify(exc: BaseException) -> tuple[str, str]:
-    """(attempt state, error_kind) for an exception raised by one try."""
-    chain, e = [], exc
-    while e is not None and len(chain) < 8:
-        chain.append(e)
-        e = e.__cause__ or e.__context__
-    if any(isinstance(x, torch.OutOfMemoryError) or "out of memory" in str(x).lower() for x in chain):
-        return "failed", "oom"
-    if isinstance(exc, ProbeTimeout):
-        return "failed", "timeout"
-    if isinstance(exc, NonFiniteLoss):
-        return "failed", "other"
-    accel = getattr(torch, "AcceleratorError", ())
-    if any((accel and isinstance(x, accel)) or "CUDA error" in str(x) or "CUBLAS_STATUS" in str(x)
-           for x in chain):
-        return "failed", "cuda_error"
-    return "crashed", "crash"
 
 
 def _quantile(xs: list[float], q: float) -> float:
@@ -193,13 +121,14 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
             torch.cuda.synchronize(device)
         first_s = time.perf_counter() - t0  # includes compilation when compile_ is on
         t1 = time.perf_counter()
+        warm_min_s = opts.warmup_min_s if opts.warmup_min_s is not None else (5.0 if cuda else 0.0)
         while True:
             if time.perf_counter() > deadline:
                 raise ProbeTimeout("warm-up passed the fine-tune budget")
             if len(warm_losses) >= opts.warmup_steps:
                 if cuda:
                     torch.cuda.synchronize(device)
-                if time.perf_counter() - t1 >= opts.warmup_min_s:
+                if time.perf_counter() - t1 >= warm_min_s:
                     break
             warm_losses.append(step(next(it)))
         if sampler is not None:
@@ -327,11 +256,6 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         return closed(rec, status, note), attempts
 
 
-def _att(task, n, state, kind, message, duration_s, started_at) -> dict:
-    return {"task": task, "attempt": n, "state": state, "error_kind": kind, "message": message,
-            "duration_s": max(0.0, duration_s), "started_at": started_at}
-
-
 def _device(device: str) -> torch.device:
     """A device with an index ("cuda" -> "cuda:<current>"): memory APIs insist on one."""
     dev = torch.device(device)
@@ -350,17 +274,25 @@ def _importable(mod: str) -> bool:
     return importlib.util.find_spec(mod) is not None
 
 
+def check_inputs(presets: list[str], options: dict | None) -> tuple[FinetuneOptions, list[dict]]:
+    """Validate presets, options, --data, --model and --tokenizer before anything runs (the CLI
+    calls this first, so a typo costs seconds, not a GEMM sweep). Raises ValueError / DataError."""
+    opts = FinetuneOptions.from_dict(options)
+    for name in presets:
+        fpresets.get_preset(name)
+    records = fdata.read_alpaca(opts.data or fdata.SAMPLE_PATH)
+    for flag, path in (("--model", opts.model), ("--tokenizer", opts.tokenizer)):
+        if path and not Path(path).is_dir():
+            raise fdata.DataError(f"{path}: {flag} must be a local Hugging Face directory (no downloads)")
+    return opts, records
+
+
 def run_finetunes(presets: list[str], *, device: str, sampler, budget_s: float,
                   options: dict | None = None) -> tuple[list[dict], list[dict]]:
     """Run each preset in turn within budget_s; returns (finetune records, attempt dicts).
 
     Raises ValueError/DataError (a person's mistake: bad option, --data, --tokenizer) before any run."""
-    opts = FinetuneOptions.from_dict(options)
-    for name in presets:
-        fpresets.get_preset(name)
-    records = fdata.read_alpaca(opts.data or fdata.SAMPLE_PATH)
-    if opts.model and not Path(opts.model).is_dir():
-        raise fdata.DataError(f"{opts.model}: --model must be a local Hugging Face checkpoint directory")
+    opts, records = check_inputs(presets, options)
     deadline = time.perf_counter() + budget_s
     finetunes, attempts = [], []
     broken = None

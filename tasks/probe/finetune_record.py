@@ -1,11 +1,94 @@
-"""Finetune record dicts (bundle Finetune fields) for tasks.probe.finetune: start and close one.
+"""The fine-tune's vocabulary: its options, failure classes, and the record/attempt dicts it emits.
 
-    .venv/bin/pytest -q tests/test_finetune.py -k record
+    .venv/bin/pytest -q tests/test_finetune.py -k "classify or options"
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
+
 import torch
+
+from tasks.probe.steady import SteadyRule
+from tasks.probe.train import NonFiniteLoss, ProbeTimeout
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """Per-run knobs; every field has a default so a profile name alone reproduces a run."""
+
+    model: str | None = None  # --model: local HF checkpoint dir replacing random init (production path)
+    tokenizer: str | None = None  # --tokenizer: local tokenizer dir; None = the model's, else bytes
+    data: str | None = None  # --data: Alpaca JSONL; None = the shipped generated sample
+    compile: bool | None = None  # torch.compile; None = the preset's default
+    precision: str | None = None  # "bf16" | "fp16" | "fp32"; None = what the GPU supports (recorded)
+    activation_checkpointing: bool | None = None  # None = decided from the memory estimate
+    micro_batch: int | None = None  # None = auto (guess from memory, halve on OOM)
+    steps: int | None = None  # fixed timed steps (quick profile); None = the steady-state rule
+    warmup_steps: int = 3  # untimed: first step compiles, the next ones settle the allocator
+    warmup_min_s: float | None = None  # and at least this long after the first step; None: 5 s on a
+    #   GPU, so clocks reach the power cap before timing (H200 2026-12-02: windows drifted ~1% over
+    #   24 s after a 1.5 s warm-up), 0 on CPU
+    steady: SteadyRule = field(default_factory=SteadyRule)  # issue 10.3 stop rule
+    peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/specs.py)
+    num_workers: int = 2  # DataLoader workers: real fine-tunes feed from worker processes
+    memory_fraction: float | None = None  # CUDA: cap the allocator to simulate a smaller card
+    inject_oom_above: int | None = None  # tests: OutOfMemoryError above this micro-batch (0: always)
+    seed: int = 0  # init and data order
+
+    def __post_init__(self):
+        for name, low in (("micro_batch", 1), ("steps", 1), ("inject_oom_above", 0)):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+                raise ValueError(f"finetune option {name} = {v!r}: expected an integer >= {low}")
+        if self.warmup_min_s is not None and not self.warmup_min_s >= 0:
+            raise ValueError(f"finetune option warmup_min_s = {self.warmup_min_s!r}: expected >= 0")
+        if self.warmup_steps < 1:
+            raise ValueError(f"finetune option warmup_steps = {self.warmup_steps!r}: expected >= 1")
+        if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
+            raise ValueError(f"finetune option memory_fraction = {self.memory_fraction!r}: expected (0, 1]")
+        if self.precision not in (None, "bf16", "fp16", "fp32"):
+            raise ValueError(f"finetune option precision = {self.precision!r}: expected bf16, fp16 or fp32")
+        if self.peak_tflops is not None and not self.peak_tflops > 0:
+            raise ValueError(f"finetune option peak_tflops = {self.peak_tflops!r}: expected > 0")
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "FinetuneOptions":
+        d = dict(d or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown finetune option(s) {unknown}; expected some of {sorted(known)}")
+        if isinstance(d.get("steady"), dict):
+            d["steady"] = SteadyRule(**d["steady"])
+        return cls(**d)
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(attempt state, error_kind) for an exception raised by one try."""
+    chain, e = [], exc
+    while e is not None and len(chain) < 8:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    if any(isinstance(x, torch.OutOfMemoryError) or "out of memory" in str(x).lower() for x in chain):
+        return "failed", "oom"
+    if isinstance(exc, ProbeTimeout):
+        return "failed", "timeout"
+    if isinstance(exc, NonFiniteLoss):
+        return "failed", "other"
+    accel = getattr(torch, "AcceleratorError", ())
+    if any((accel and isinstance(x, accel)) or "CUDA error" in str(x) or "CUBLAS_STATUS" in str(x)
+           for x in chain):
+        return "failed", "cuda_error"
+    return "crashed", "crash"
+
+
+def _att(task, n, state, kind, message, duration_s, started_at) -> dict:
+    return {"task": task, "attempt": n, "state": state, "error_kind": kind, "message": message,
+            "duration_s": max(0.0, duration_s), "started_at": started_at}
+
+
 
 
 def base_record(p, device: torch.device, precision: str, compile_: bool) -> dict:

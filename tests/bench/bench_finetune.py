@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 STANDARD_PRESETS = ("1b", "8b-lora")  # tasks/probe/profiles.py STANDARD should list the same
-QUICK_OPTIONS = {"steps": 8, "warmup_steps": 2, "warmup_min_s": 0.0}
+QUICK_OPTIONS = {"steps": 8, "warmup_steps": 2}
 
 
 def _iso(epoch: float) -> str:
