@@ -104,6 +104,10 @@ def _pct(v: Any, digits: int = 1) -> Any:
     return None if v is None else Raw(esc(f"{v * 100:+.{digits}f}%"))
 
 
+def _age(days: float) -> str:
+    return "< 1 d" if days < 1 else f"{days:,.0f} d"
+
+
 def overview(data: ReportData) -> Page:
     p = Page("index.html", "What a training token really costs",
              "Effective cost per 1M training tokens on each target: the price per instance-hour divided by measured "
@@ -128,7 +132,8 @@ def overview(data: ReportData) -> Page:
                 "interval": Raw(f"{fmt(lo)} – {fmt(hi)}") if lo is not None else None,
                 "gap": badge("baseline", "good") if r.get("is_baseline") else _pct(r.get("gap")),
                 "price": Raw(f"{fmt(r.get('price_per_hour'))} {esc(r.get('currency') or '')}/h") if r.get("price_per_hour") is not None else badge("no price", "warn"),
-                "age": Raw(f"{fmt(r.get('price_age_days'), 0)} d " + (str(badge("stale", "warn")) if stale else "")) if r.get("price_age_days") is not None else None,
+                "age": Raw(_age(r.get("price_age_days")) + (" " + str(badge("stale", "warn")) if stale else ""))
+                if r.get("price_age_days") is not None else None,
                 "rerun": Raw(f"{fmt((r.get('p') or 0) * 100, 1)}% (R {fmt(r.get('R'))})") if r.get("p") is not None else None,
                 "runs": r.get("runs"), "last": r.get("last_run_at"), "_base": r.get("is_baseline"),
             })
