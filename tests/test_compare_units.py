@@ -1,5 +1,5 @@
 """Fan-out's pure parts: Prefect state histories -> attempts, error kinds, outcomes, the results
-store, the rerun-rate query and the rendered deployments file.
+store and the rerun-rate query.
 
     .venv/bin/pytest -q tests/test_compare_units.py
 """
@@ -138,18 +138,3 @@ def test_rerun_rate_counts_crashed_and_cancelled_flow_runs(warehouse_file):
     assert recent_b[8:10] == (1, 1)  # flow_crashed, flow_cancelled
     assert by[("a", True)][5] == 0.0
     assert by[("b", False)][3:6] == (1, 0, 0.0)  # the older window, on its own
-
-
-def test_shipped_prefect_yaml_is_rendered_from_shipped_targets():
-    from pathlib import Path
-
-    import yaml
-
-    from deploy.render import render
-
-    text = render("deploy/targets.toml")
-    assert Path("deploy/prefect.yaml").read_text() == text, "re-run: python -m deploy.render > deploy/prefect.yaml"
-    names = {(d["entrypoint"].split(":")[1], d["name"]) for d in yaml.safe_load(text)["deployments"]}
-    assert {("compare", "weekly"), ("compare", "adhoc"), ("report", "daily"), ("probe", "aws-g5-xlarge")} <= names
-    weekly = next(d for d in yaml.safe_load(text)["deployments"] if d["name"] == "weekly")
-    assert weekly["schedules"][0]["cron"] and weekly["parameters"]["targets"] is None

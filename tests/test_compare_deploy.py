@@ -1,0 +1,60 @@
+"""deploy/: the shipped prefect.yaml is rendered from the shipped targets, and the work-pool
+templates are accepted by a real Prefect server and resolve to a GPU-pinned Job.
+
+    .venv/bin/pytest -q tests/test_compare_deploy.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from deploy import pools
+from deploy.render import render
+from tasks.targets import load_targets
+
+
+def test_shipped_prefect_yaml_is_rendered_from_shipped_targets():
+    text = render("deploy/targets.toml")
+    assert Path("deploy/prefect.yaml").read_text() == text, "re-run: python -m deploy.render > deploy/prefect.yaml"
+    deployments = yaml.safe_load(text)["deployments"]
+    names = {(d["entrypoint"].split(":")[1], d["name"]) for d in deployments}
+    assert {("compare", "weekly"), ("compare", "adhoc"), ("report", "daily"), ("probe", "aws-g5-xlarge")} <= names
+    weekly = next(d for d in deployments if d["name"] == "weekly")
+    assert weekly["schedules"][0]["cron"] and weekly["parameters"]["targets"] is None
+    pool_of = {d["name"]: d["work_pool"]["name"] for d in deployments if d["entrypoint"].endswith(":probe")}
+    for t in load_targets("deploy/targets.toml"):
+        if t.dispatch == "pool":
+            assert pool_of[t.id] == t.work_pool
+
+
+def test_shipped_pool_templates_are_the_generator_output():
+    by_id = {t.id: t for t in load_targets("deploy/targets.toml")}
+    for name in ("aws-g5-xlarge", "aws-p5-48xlarge"):
+        shipped = json.loads(Path(f"deploy/work-pools/kubernetes-{name}.json").read_text())
+        assert shipped == pools.kubernetes(by_id[name])
+    assert json.loads(Path("deploy/work-pools/process.json").read_text()) == pools.process(by_id["aws-g5-xlarge"])
+
+
+def test_kubernetes_template_resolves_to_pinned_gpu_job_on_a_real_server(prefect_harness):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.utilities.templating import apply_values
+
+    t = {x.id: x for x in load_targets("deploy/targets.toml")}["aws-p5-48xlarge"]
+    template = pools.kubernetes(t)
+    with get_client(sync_client=True) as c:
+        pool = c.create_work_pool(WorkPoolCreate(name="test-k8s-p5", type="kubernetes", base_job_template=template),
+                                  overwrite=True)
+        stored = c.read_work_pool(pool.name).base_job_template
+        proc = c.create_work_pool(WorkPoolCreate(name="test-proc", type="process",
+                                                 base_job_template=pools.process(t)), overwrite=True)
+        assert c.read_work_pool(proc.name).base_job_template["variables"]["properties"]["working_dir"]
+    defaults = {k: v["default"] for k, v in stored["variables"]["properties"].items() if "default" in v}
+    job = apply_values(stored["job_configuration"], {**defaults, "command": "prefect flow-run execute"})
+    spec = job["job_manifest"]["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5.48xlarge"}
+    assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    assert job["job_manifest"]["spec"]["backoffLimit"] == 0
