@@ -172,7 +172,7 @@ QUICK = Profile(
 STANDARD = Profile(
     name="standard",
     description="Weekly run: a few minutes on a GPU. Budgeted GEMM search, 60 s sustained GEMM.",
-    finetune_presets=("1b",),
+    finetune_presets=("1b", "8b-lora"),  # issue 4: the common presets; 8b-lora not_applicable where it won't fit
     finetune_budget_s=600.0,
     retries=1,
 )
@@ -183,7 +183,7 @@ FULL = Profile(
     gemm=GemmConfig(exhaustive=True, budget_s=600.0),
     sustained=SustainedConfig(duration_s=120.0, window_s=5.0),
     collectives=CollectivesConfig(sizes_mib=(1, 4, 16, 64, 256, 1024, 4096), iters=50),
-    finetune_presets=("1b",),
+    finetune_presets=("1b", "8b-lora", "7b-full", "8b-qlora"),  # every preset; misfits not_applicable
     finetune_budget_s=1200.0,
     retries=1,
 )
