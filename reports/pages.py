@@ -341,8 +341,8 @@ def quality(data: ReportData) -> Page:
     p.h2("Quarantine")
     q = data.quarantine
     p.card(_section(q, lambda: f"<p>{esc(q.rows[0]['total'])} bundle(s) in quarantine; newest {len(q.rows)} shown.</p>" + table(
-        [("quarantined_at", "When"), ("target", "Target"), ("bundle_id", "Bundle"), ("reason", "Reason"),
-         ("source_uri", "Source"), ("failed", "Failed checks")],
+        [("quarantined_at", "When"), ("kind", "Kind"), ("target", "Target"), ("bundle_id", "Bundle"), ("reason", "Reason"),
+         ("field", "Field"), ("source_uri", "Source"), ("failed", "Failed checks")],
         [dict(r, bundle_id=Raw(f'<span class="mono">{esc(str(r["bundle_id"])[:16])}…</span>'),
               failed=(r["failed"] or "")[:300]) for r in q.rows], scroll=True), "quarantined bundles (none so far)"))
     return p
