@@ -181,11 +181,30 @@ def _finetune_record(res: dict, cfg: MultiGpuConfig, backend: str, baseline_tps:
     }
 
 
-def _failed_finetune(preset: str, n: int, backend: str, out: dict) -> dict:
-    status = "not_applicable" if out["error_kind"] == "oom" else "failed"
-    return {"preset": preset, "status": status, "mode": "full", "precision": "fp32", "seq_len": 1,
-            "device": "cuda" if backend == "nccl" else "cpu", "n_gpus": n,
+def _failed_finetune(preset: str, n: int, backend: str, out: dict, cfg: MultiGpuConfig,
+                     micro_batch: int) -> dict:
+    """The record of a run that produced no figures: what was attempted (as the worker would have
+    chosen it), the outcome and why; every measured field stays null."""
+    p = get_preset(preset)
+    return {"preset": preset, "status": "not_applicable" if out["error_kind"] == "oom" else "failed",
+            "mode": p.mode, "precision": _precision(backend), "micro_batch": micro_batch,
+            "seq_len": min(cfg.seq_len or p.seq_len, p.seq_len), "device": "cuda" if backend == "nccl" else "cpu", "n_gpus": n,
             "message": out["message"][:4000]}
+
+
+def _precision(backend: str) -> str:
+    """B's precision rule for this host's GPU 0 (the workers apply the same rule)."""
+    import torch
+
+    from tasks.probe.train import choose_precision
+
+    if backend != "nccl":
+        return choose_precision("cpu", None)[0]
+    try:
+        cap = torch.cuda.get_device_capability(0)
+    except (RuntimeError, AssertionError):  # the GPU is gone (the failure may be why)
+        cap = None
+    return choose_precision("cuda", cap)[0]
 
 
 def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int | None = None,
@@ -246,7 +265,7 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
                 if out["error_kind"] == "oom":  # not even micro-batch 1 fits: too small, not unreliable
                     for a in attempts[first:]:
                         a["state"] = "not_applicable"
-                finetunes.append(_failed_finetune(preset, n, backend, out))
+                finetunes.append(_failed_finetune(preset, n, backend, out, cfg, micro_batch))
                 continue
             rec = _finetune_record(out["result"], cfg, backend, baseline_tps)
             baseline_tps = rec["tokens_per_s"] if n == 1 else baseline_tps
