@@ -281,8 +281,11 @@ def _link(backend: str) -> tuple[str, float | None, str | None]:
 
     from tasks.probe.interconnect import fingerprint
 
-    kind = str(fingerprint().get("interconnect", "unknown"))
-    return (kind, *busbw_peak(torch.cuda.get_device_name(0), kind))
+    try:
+        kind = str(fingerprint().get("interconnect", "unknown"))
+        return (kind, *busbw_peak(torch.cuda.get_device_name(0), kind))
+    except Exception:  # a fingerprint problem must not cost the measured sweep; no peak then
+        return "unknown", None, None
 
 def _release_parent_cuda() -> None:
     """Hand this process's cached GPU memory back before the ranks start: rank 0 shares GPU 0 with
