@@ -167,3 +167,39 @@ def test_build_preset_meta_counts_match_the_tinyllama_shape():
     model, cfg, meta = fpresets.build_preset("1b", "meta", precision="bf16")
     assert meta["params_total"] == 1_100_048_384 and meta["params_non_embedding"] == 1_034_512_384
     assert cfg.num_hidden_layers == 22 and cfg.hidden_size == 2048 and meta["params_lora"] == 0
+
+
+def test_local_checkpoint_and_tokenizer_dirs(tmp_path):
+    """--model PATH fine-tunes a saved local checkpoint with its own tokenizer; no hub access."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    model, _, _ = fpresets.build_preset("tiny", "cpu")
+    ckpt = tmp_path / "my-llama"
+    model.save_pretrained(ckpt)
+    words = sorted({w for r in __import__("tasks.probe.data", fromlist=["x"]).generate_sample(40)
+                    for w in " ".join(r.values()).split()})
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(words[:400])}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                            unk_token="<unk>").save_pretrained(ckpt)
+    fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60, options={**FAST, "model": str(ckpt)})
+    _valid(fts, atts)
+    assert fts[0]["status"] == "ok" and fts[0]["model_source"] == "my-llama"
+    assert fpresets.tokenizer_dir(str(ckpt)) == str(ckpt)
+    with pytest.raises(ValueError, match="--model must be a local"):
+        run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=5, options={"model": str(tmp_path / "none")})
+
+
+def test_energy_window_picks_the_finetune_gpu_by_uuid(monkeypatch):
+    from types import SimpleNamespace
+
+    from tasks.probe.finetune import _nvml_gpus
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(uuid="bbb-2"))
+    nv = SimpleNamespace(nvmlDeviceGetUUID=lambda h: f"GPU-{h}")
+    two = SimpleNamespace(nv=nv, handles=["aaa-1", "bbb-2"])
+    assert _nvml_gpus(two, torch.device("cuda", 1)) == [1]
+    assert _nvml_gpus(SimpleNamespace(nv=nv, handles=["bbb-2"]), torch.device("cuda", 0)) is None
+    assert _nvml_gpus(two, torch.device("cpu")) is None and _nvml_gpus(None, torch.device("cuda", 0)) is None

@@ -133,7 +133,8 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
             warm_losses.append(step(next(it)))
         if sampler is not None:
             sampler.set_phase(f"finetune:{p.name}")
-        window = sampler.window() if sampler is not None else None
+        gpus = _nvml_gpus(sampler, device)
+        window = None if sampler is None else sampler.window(gpus=gpus) if gpus else sampler.window()
         if window is not None:
             window.__enter__()
         try:
@@ -254,6 +255,20 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         _log(f"{name}: {status}, {out['tokens_per_s']:.0f} tokens/s over {out['steps_timed']} steps, "
              f"compile {out['compile_s']}, build {out['build_s']:.1f} s")
         return closed(rec, status, note), attempts
+
+
+def _nvml_gpus(sampler, device: torch.device) -> list[int] | None:
+    """The NVML index of `device` (matched by UUID) when several GPUs are visible, so one GPU's
+    fine-tune is not charged the idle GPUs' energy; None: all GPUs (one GPU, or no match)."""
+    handles, nv = getattr(sampler, "handles", None) or [], getattr(sampler, "nv", None)
+    if device.type != "cuda" or nv is None or len(handles) < 2:
+        return None
+    try:
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+        found = [i for i, h in enumerate(handles) if uuid in str(nv.nvmlDeviceGetUUID(h))]
+    except Exception:  # older torch without .uuid, or NVML refusing: fall back to all GPUs
+        return None
+    return found[:1] or None
 
 
 def _device(device: str) -> torch.device:
