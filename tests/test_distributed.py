@@ -149,6 +149,7 @@ def test_gloo_ddp_scaling_efficiency(gloo_run):
         assert f["tokens_per_s"] == pytest.approx(
             f["n_gpus"] * f["micro_batch"] * f["seq_len"] / f["step_time_median_s"])
         assert f["loss_last"] < f["loss_first"]  # the model really trains
+        assert f["flops_per_token"] > 6 * f["params_non_embedding"] and f["mfu"] is None  # no CPU peak
     assert [a["state"] for a in attempts[1:]] == ["completed", "completed"]
 
 

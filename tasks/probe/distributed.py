@@ -175,6 +175,8 @@ def _finetune_record(res: dict, cfg: MultiGpuConfig, backend: str, baseline_tps:
         "peak_mem_allocated_gib": res.get("peak_mem_allocated_gib"),
         "peak_mem_reserved_gib": res.get("peak_mem_reserved_gib"),
         "loss_first": res["loss_first"], "loss_last": res["loss_last"],
+        "flops_per_token": res.get("flops_per_token"), "peak_tflops": res.get("peak_tflops"),
+        "mfu": res.get("mfu"), "params_non_embedding": res.get("params_non_embedding"),
         "scaling_efficiency": 1.0 if n == 1 else (eff if eff and eff > 0 else None),
         "message": (f"n=1 baseline of the scaling series ({backend}, no gradient collectives)" if n == 1
                     else f"data-parallel {res['strategy']} over {n} {backend} ranks"),

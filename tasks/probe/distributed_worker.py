@@ -164,7 +164,7 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     Each rank trains on its own micro-batches of the packed Alpaca sample (as data parallelism does);
     the per-GPU micro-batch and sequence length are identical for n=1 and n, so the ratio is fair.
     """
-    from tasks.probe import data, presets, train
+    from tasks.probe import data, flops, presets, train
 
     cfg, rank, world = job["config"], dist.get_rank(), dist.get_world_size()
     p = presets.get_preset(job["preset"])
@@ -173,7 +173,7 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     seq_len = min(cfg["seq_len"] or p.seq_len, p.seq_len)
     micro_batch = job.get("micro_batch") or cfg["micro_batch"] or p.micro_batch_max
     strategy = _strategy(job["strategy"], p, micro_batch, precision, device)
-    model, _, meta = presets.build_preset(p.name, device, precision=precision, seed=0)
+    model, mcfg, meta = presets.build_preset(p.name, device, precision=precision, seed=0)
     model = _wrap(model, strategy, device)
     opt = train.make_optimizer(model, p.lr, device.type)
     scaler = train.make_scaler(precision, device.type)
@@ -203,9 +203,12 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     ends = torch.tensor([first_loss, out["losses"][-1]], dtype=torch.float64, device=device)
     dist.all_reduce(ends)
     ends = (ends / world).tolist()
+    tps = world * micro_batch * seq_len / statistics.median(times)
+    fpt, peak = _flops(p, mcfg, meta, seq_len, precision, device)
     return {
         "preset": p.name, "strategy": strategy, "n_gpus": world, "device": device.type,
-        "step_time_s": times, "tokens_per_s": world * micro_batch * seq_len / statistics.median(times),
+        "step_time_s": times, "tokens_per_s": tps, "flops_per_token": fpt, "peak_tflops": peak,
+        "mfu": flops.mfu(tps / world, fpt, peak),  # per GPU: each GPU's share against its own peak
         "build_s": meta["build_s"], "mode": meta["mode"], "precision": precision,
         "seq_len": seq_len, "micro_batch": micro_batch, "model_source": meta["model_source"],
         "params_total": meta["params_total"], "params_trainable": meta["params_trainable"],
@@ -214,6 +217,19 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
         "peak_mem_reserved_gib": mem[1] if device.type == "cuda" else None,
         "loss_first": ends[0], "loss_last": ends[1],
     }
+
+
+def _flops(p, mcfg, meta: dict, seq_len: int, precision: str, device: torch.device):
+    """(training FLOPs per token, per-GPU peak TFLOP/s) by B's flops.py and A's catalog, as B does."""
+    from tasks.probe import flops, specs
+
+    fpt = flops.flops_per_token(mode="lora" if p.mode == "qlora" else p.mode,
+                                n_non_embedding=meta["params_non_embedding"],
+                                n_layers=mcfg.num_hidden_layers, hidden=mcfg.hidden_size,
+                                seq_len=seq_len, n_lora=meta["params_lora"])
+    if device.type != "cuda":
+        return fpt, None  # no catalog peak for CPUs: MFU stays null
+    return fpt, specs.lookup(torch.cuda.get_device_name(device), warn=False).peak_tflops(precision)
 
 
 def main() -> int:
