@@ -28,7 +28,7 @@ from tasks.probe.specs import GpuSpec
 from tasks.probe.timing import iqr, is_cuda, median, time_iters
 
 BENCHMARK = "gemm"
-VERSION = "2"  # 2: L2 flush between timed calls, per-call events, search+refine
+VERSION = "3"  # 3: idle gaps between timed calls (burst, not power-capped); 2: L2 flush, per-call events
 LOW_EFFICIENCY = 0.65  # issue 3: < 65% of datasheet peak hints at a bandwidth/PCIe bottleneck
 MAX_SEARCH_SHAPES = 32  # hill-climb cap: the search must cost <= 1/10 of the exhaustive sweep
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
