@@ -194,6 +194,22 @@ def test_launch_deadline_kills_every_rank():
     assert_reaped(out["pids"])
 
 
+def test_an_interrupted_launch_leaves_no_rank_behind(monkeypatch):
+    from tasks.probe import distributed_launch as dl
+
+    killed, real_kill = [], dl._kill
+
+    def interrupt(_s):
+        raise KeyboardInterrupt  # e.g. Ctrl-C or a Prefect cancellation while ranks run
+
+    monkeypatch.setattr(dl, "_kill", lambda p: (killed.append(p.pid), real_kill(p)))
+    monkeypatch.setattr(dl, "_pause", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        dl.launch("allreduce", ALLREDUCE_ONLY, backend="gloo", world=2, deadline_s=30)
+    assert len(killed) == 2
+    assert_reaped(killed)
+
+
 def test_oom_ladder_halves_the_micro_batch(monkeypatch):
     """The parent's ladder (the worker's OOM classification is tested below): fake launches."""
     seen = []

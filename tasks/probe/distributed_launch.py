@@ -28,6 +28,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FORCED_ENV = {"NCCL_NVLS_ENABLE": "0"}  # NVLS multicast must stay off on the lent H200 hosts (KINDS.md)
 INJECT_ENV = "COSTGAP_DIST_INJECT"  # tests: fault injection, read by the worker (see there)
+REAP_TIMEOUT_S = 30.0  # a SIGKILLed rank inside a CUDA call can take seconds to leave the driver
 
 
 def _child_env(rank: int, world: int, port: int, job: dict[str, Any], cfg,
@@ -51,7 +52,13 @@ def _kill(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    try:
+        proc.wait(timeout=REAP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:  # stuck in the driver (D state): leave it, do not hang here
+        pass
+
+
+_pause = time.sleep  # the poll interval's sleep (a test interrupts the launch through it)
 
 
 def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
@@ -69,37 +76,38 @@ def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
         job = {"job": job_kind, "backend": backend, "config": asdict(cfg), "preset": preset,
                "strategy": strategy, "micro_batch": micro_batch, "result_dir": tmp,
                "store_prefix": uuid.uuid4().hex}
-        procs, logs = [], []
-        for rank in range(world):
-            log = open(Path(tmp) / f"rank{rank}.log", "wb")
-            logs.append(log)
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "tasks.probe.distributed_worker"], cwd=str(REPO_ROOT),
-                env=_child_env(rank, world, store.port, job, cfg, threads), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        t0 = time.monotonic()
-        exited: dict[int, float] = {}
+        procs, logs, exited = [], [], {}
         first_failure, timed_out = None, False
-        while len(exited) < world:
-            now = time.monotonic()
-            for r, p in enumerate(procs):
-                if r not in exited and p.poll() is not None:
-                    exited[r] = now
-                    if p.returncode != 0 and first_failure is None:
-                        first_failure = now
-            if len(exited) == world:
-                break
-            if now - t0 > deadline_s:
-                timed_out = True
-                break
-            if first_failure is not None and now - first_failure > cfg.grace_s:
-                break
-            time.sleep(0.05)
-        killed = [r for r, p in enumerate(procs) if r not in exited]
-        for r in killed:
-            _kill(procs[r])
-        for log in logs:
-            log.close()
+        try:
+            for rank in range(world):
+                log = open(Path(tmp) / f"rank{rank}.log", "wb")
+                logs.append(log)
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "tasks.probe.distributed_worker"], cwd=str(REPO_ROOT),
+                    env=_child_env(rank, world, store.port, job, cfg, threads), stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            t0 = time.monotonic()
+            while len(exited) < world:
+                now = time.monotonic()
+                for r, p in enumerate(procs):
+                    if r not in exited and p.poll() is not None:
+                        exited[r] = now
+                        if p.returncode != 0 and first_failure is None:
+                            first_failure = now
+                if len(exited) == world:
+                    break
+                if now - t0 > deadline_s:
+                    timed_out = True
+                    break
+                if first_failure is not None and now - first_failure > cfg.grace_s:
+                    break
+                _pause(0.05)
+        finally:  # on every path, even an exception here: no rank outlives its launch
+            killed = [r for r, p in enumerate(procs) if r not in exited]
+            for r in killed:
+                _kill(procs[r])
+            for log in logs:
+                log.close()
         reports = {r: _read(Path(tmp) / f"rank{r}.json") for r in range(world)}
         tails = {r: _tail(Path(tmp) / f"rank{r}.log") for r in range(world)}
     del store
