@@ -14,7 +14,7 @@ import importlib
 import logging
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import duckdb
@@ -173,12 +173,21 @@ def add_gaps(cost: Rows, baseline: str | None) -> None:
         r["is_baseline"] = r.get("target") == baseline
 
 
-def _why(con, cfg: ReportConfig, cost: Rows, baseline: str | None, latest: datetime | None) -> Section:
+def _when(value: Any) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value if isinstance(value, datetime) else datetime.min.replace(tzinfo=timezone.utc)
+
+
+def _why(con, cfg: ReportConfig, cost: Rows, baseline: str | None, latest: datetime | None, changes: Rows) -> Section:
     """Gap decomposition between the previous and the latest window, each target vs the baseline.
 
     One tasks.cost.cost_table call per window gives P, X and R for every target at once; the terms
     are the cost model's exact decomposition ln(C_A/C_B) = ln(P_A/P_B) - ln(X_A/X_B) + ln(R_A/R_B)
-    in each window, and their change between the windows is what moved the gap.
+    in each window (what tasks.cost.gap_window computes), and their change is what moved the gap.
+    tasks.cost.gap_between_windows gives the same terms per pair, but costs ~1 s per pair at 100k runs
+    (it re-prices both windows and re-runs the change detector), so 8 pairs would eat the rebuild budget.
+    Change-point findings come from the one tasks.changepoint.detect call the report already made.
     """
     if not cost or baseline is None or latest is None:
         return Section(note="no data yet: needs priced runs of at least two targets")
@@ -202,9 +211,10 @@ def _why(con, cfg: ReportConfig, cost: Rows, baseline: str | None, latest: datet
             continue
         one, two = parts
         delta = {k: two["terms"][k] - one["terms"][k] for k in ("price", "throughput", "reliability")}
+        found = [c for c in changes if c.get("target") in (a, baseline) and c.get("preset") == preset
+                 and w1[0] <= _when(c.get("at")) < w2[1]]
         out.append({"a": a, "b": baseline, "preset": preset,
-                    "result": {"delta": delta, "gap_1": one["gap"], "gap_2": two["gap"],
-                               "ln_ratio_1": one["ln_ratio"], "ln_ratio_2": two["ln_ratio"]}})
+                    "result": {"delta": delta, "gap_1": one["gap"], "gap_2": two["gap"], "changes": found}})
         if len(out) >= cfg.why_max_pairs:
             break
     if not out:
@@ -246,13 +256,14 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     hist_res, hist_note = _optional("tasks.cost", "cost_history", con, bucket="week", billing=cfg.billing,
                                     currency=cfg.currency, since=since)
     has_prices = _table_exists(con, "prices")
+    changes = _changes(con, targets)
     data = ReportData(
         targets=targets,
         cost=cost,
         tiers=Section(rows=_frame_rows(tiers_res), note=tiers_note),
         history=Section(rows=_frame_rows(hist_res), note=hist_note),
-        why=_why(con, cfg, cost.rows, baseline, latest),
-        changes=_changes(con, targets),
+        why=_why(con, cfg, cost.rows, baseline, latest, changes.rows),
+        changes=changes,
         price_changes=(_sql(con, "report_price_changes", {"billing": cfg.billing}) if has_prices
                        else Section(note="no data yet: no price book in this warehouse")),
         env_changes=_sql(con, "report_env_changes", {"since": since, "limit": cfg.list_limit}),

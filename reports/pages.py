@@ -255,7 +255,10 @@ def why(data: ReportData) -> Page:
             if res.get("gap_1") is not None and res.get("gap_2") is not None:
                 gaps = (f"<p>Gap {esc(item['a'])} vs {esc(item['b'])}: {_pct(res['gap_1'])} in window 1, "
                         f"{_pct(res['gap_2'])} in window 2.</p>")
-            out.append(head + gaps + chart + "<h3>Environment changes in these windows (throughput term)</h3>" + env_html)
+            found = res.get("changes") or []
+            cp = ("<h3>Throughput shifts found in these windows</h3>" + changes_table(found)) if found else ""
+            out.append(head + gaps + chart + "<h3>Environment changes in these windows (throughput term)</h3>"
+                       + env_html + cp)
         w1, w2 = data.why.extra["window1"], data.why.extra["window2"]
         note = f'<p class="lede">Window 1: {fmt(w1[0])} – {fmt(w1[1])}; window 2: {fmt(w2[0])} – {fmt(w2[1])}.</p>'
         return note + "".join(out)
