@@ -40,3 +40,44 @@ def refresh(con, name: str, client: HttpClient, fetched_at: datetime | None = No
     from tasks.pricing.book import import_source
 
     return import_source(con, build_source(name, client, fetched_at), fetched_at)
+
+
+def fetch_named(name: str, replay: str | None = None) -> list:
+    """Rows of a named source, live (urllib) or from recorded responses in `replay`."""
+    from tasks.pricing.http import ReplayClient, UrllibClient
+
+    return build_source(name, ReplayClient(replay) if replay else UrllibClient()).fetch()
+
+
+def land_named(warehouse: str, name: str, rows: list) -> dict:
+    """Land rows fetched from a named source through a short-lived writer connection."""
+    from tasks.pricing.book import import_fetched
+    from warehouse.db import writing
+
+    src = build_source(name, client=None)  # not fetched again: only its name and location are used
+    with writing(warehouse) as con:
+        s = import_fetched(con, src, rows)
+    return {**s.__dict__, "text": s.as_text()}
+
+
+def land_catalog(warehouse: str, path: str, fmt: str = "skypilot") -> dict:
+    """Land a price file (a synced SkyPilot catalog, a CSV/YAML book)."""
+    from tasks.pricing.book import import_source
+    from tasks.pricing.pricebook_file import PriceBookFile
+    from tasks.pricing.skypilot import SkyPilotCatalog
+    from warehouse.db import writing
+
+    src = SkyPilotCatalog(path) if fmt == "skypilot" else PriceBookFile(path, fmt)
+    with writing(warehouse) as con:
+        s = import_source(con, src)
+    return {**s.__dict__, "text": s.as_text()}
+
+
+def summaries_markdown(summaries: list[dict]) -> str:
+    """The price-refresh artifact: one row per source."""
+    lines = ["| source | kind | rows | new periods | unchanged | closed |", "|---|---|---:|---:|---:|---:|"]
+    for s in summaries:
+        where = s["source"] if len(s["source"]) <= 60 else s["source"][:57] + "..."
+        lines.append(f"| {where} | {s['source_kind']} | {s['rows_in']} | {s['rows_new']} | {s['rows_unchanged']} |"
+                     f" {s['rows_closed']} |")
+    return "\n".join(lines)

@@ -1,13 +1,11 @@
 -- cost_fx_missing: priced runs whose price could not be converted: a missing rate is an error, not 1.0.
 with missing as (
-    select case when price_currency <> 'USD' and from_units_per_usd is null then price_currency
-                else $currency end as currency,
-           run_date
+    select fx_missing_currency as currency, started_at
     from _cost_runs
-    where price_native is not null and price_per_hour is null
+    where fx_missing
 ),
 final as (
-    select currency, min(run_date) as first_date, count(*) as runs
+    select currency, min(started_at)::date as first_date, count(*) as runs
     from missing
     group by currency
     order by currency

@@ -11,12 +11,16 @@ agg as (
     group by target, preset, bucket_start
 ),
 att as (
-    select a.target, date_trunc($bucket, coalesce(a.started_at, r.started_at)) as bucket_start, a.state
+    -- an attempt's time is its own started_at, else its run's (bundle attempts may not carry one)
+    select a.target, date_trunc($bucket, a.started_at) as bucket_start, a.state
     from attempts a
-    left join runs r using (run_id)
-    where a.task = $task
-      and coalesce(a.started_at, r.started_at) > $start
-      and coalesce(a.started_at, r.started_at) <= $end
+    where a.task = $task and a.started_at > $start and a.started_at <= $end
+      and a.state not in ('skipped', 'not_applicable', 'cancelled')
+    union all
+    select a.target, date_trunc($bucket, w.started_at) as bucket_start, a.state
+    from attempts a
+    join (select run_id, started_at from runs where started_at > $start and started_at <= $end) w using (run_id)
+    where a.task = $task and a.started_at is null
       and a.state not in ('skipped', 'not_applicable', 'cancelled')
 ),
 rel as (

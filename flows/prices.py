@@ -1,0 +1,55 @@
+"""The daily price refresh: fetch each named public price source, land what changed, one writer at a time.
+
+    prefect deployment run 'prices/daily'
+    python -c "from flows.prices import refresh_prices; refresh_prices(replay='tests/fixtures/azure')"
+
+Sources are named recipes (tasks/pricing/sources.py, e.g. `azure-gpu`); `catalogs` are price files kept
+in sync by other means (a SkyPilot catalog checkout, a contract price book). Fetching happens outside
+the warehouse lock; landing holds the global concurrency limit `warehouse-write` like the compare flow.
+A markdown artifact `costgap-prices` lists what each source changed.
+"""
+
+from __future__ import annotations
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
+
+from flows import settings
+from flows.compare import WRITE_LIMIT, ensure_write_limit
+from tasks.pricing import sources
+
+
+@task(name="fetch-prices", retries=2, retry_delay_seconds=30, cache_policy=NO_CACHE)
+def fetch(name: str, replay: str | None) -> list:
+    return sources.fetch_named(name, replay)
+
+
+@task(name="land-prices", cache_policy=NO_CACHE)
+def land(warehouse: str, name: str, rows: list) -> dict:
+    return sources.land_named(warehouse, name, rows)
+
+
+@task(name="land-price-file", cache_policy=NO_CACHE)
+def land_file(warehouse: str, path: str, fmt: str) -> dict:
+    return sources.land_catalog(warehouse, path, fmt)
+
+
+@flow(name="prices")
+def refresh_prices(names: list[str] | None = None, catalogs: list[str] | None = None, catalog_format: str = "skypilot",
+                   warehouse: str | None = None, replay: str | None = None) -> list[dict]:
+    """Refresh prices: every named source (default: azure-gpu), then every catalog file."""
+    wh = settings.warehouse_path(warehouse)
+    ensure_write_limit()
+    done = []
+    for name in names if names is not None else ["azure-gpu"]:
+        rows = fetch(name, replay)
+        with concurrency(WRITE_LIMIT, occupy=1, strict=True):
+            done.append(land(wh, name, rows))
+    for path in catalogs or []:
+        with concurrency(WRITE_LIMIT, occupy=1, strict=True):
+            done.append(land_file(wh, path, catalog_format))
+    create_markdown_artifact(key="costgap-prices", markdown=sources.summaries_markdown(done),
+                             description="price book refresh: what each source changed")
+    return done

@@ -1,0 +1,36 @@
+-- cost_repeatability: run-to-run spread per (target, environment, figure): the fine-tune's tokens/s per
+-- preset and every hardware measurement (benchmark, metric). cv = stdev / mean over runs (issue 10.4);
+-- the cost model's interval uses the tokens/s CV (tasks/cost.py, smoothed bootstrap).
+with ft as (
+    select r.target, r.environment_id, 'finetune' as benchmark, f.preset as metric, 'tokens/s' as unit,
+           f.tokens_per_s as value
+    from runs r
+    join finetunes f using (run_id)
+    where f.status = 'ok' and f.tokens_per_s > 0
+      and ($target is null or r.target = $target)
+),
+hw as (
+    select r.target, r.environment_id, m.benchmark, m.metric, m.unit, m.value
+    from runs r
+    join measurements m using (run_id)
+    where ($target is null or r.target = $target)
+),
+figures as (
+    select * from ft
+    union all
+    select * from hw
+),
+spread as (
+    select target, environment_id, benchmark, metric, unit, count(*) as runs, avg(value) as mean,
+           stddev_samp(value) as stdev, stddev_samp(value) / nullif(avg(value), 0) as cv,
+           min(value) as min_value, max(value) as max_value
+    from figures
+    group by target, environment_id, benchmark, metric, unit
+),
+final as (
+    select s.*, e.driver, e.cuda_runtime, e.cudnn, e.torch, e.container_image
+    from spread s
+    left join environments e using (environment_id)
+    order by s.target, s.benchmark, s.metric, s.environment_id
+)
+select * from final
