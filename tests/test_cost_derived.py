@@ -1,0 +1,102 @@
+"""Derived figures, per-tier recommendation, repeatability, and the CLI as a user drives it.
+
+    .venv/bin/pytest -q tests/test_cost_derived.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tasks.cost import derived, repeatability, tier_recommendations
+from tasks.cost_derived import TierConfig, memory_need_gib
+from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
+
+AS_OF = T0 + timedelta(days=5)
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _two_instances(con) -> None:
+    add_target(con, "h100x8", "p", "r", "8x", gpu_count=8)
+    add_target(con, "a10", "p", "r", "a10", gpu_model="A10")
+    add_env(con, "e80", gpu_memory_gib=80.0, gpu_count=8)
+    add_env(con, "e24", gpu_memory_gib=24.0)
+    add_price(con, "p", "r", "8x", 24.0, seen=T0)
+    add_price(con, "p", "r", "a10", 0.75, seen=T0)
+    for i, (x, y) in enumerate([(59000.0, 7900.0), (60000.0, 8000.0), (61000.0, 8100.0)]):
+        add_run(con, f"h{i}", "h100x8", T0 + timedelta(days=i + 1), x, environment_id="e80", mfu=0.46,
+                kwh_per_mtok=0.0031)
+        add_run(con, f"a{i}", "a10", T0 + timedelta(days=i + 1), y, environment_id="e24")
+
+
+def test_derived_figures(tmp_path):
+    con = warehouse(tmp_path / "w.duckdb")
+    _two_instances(con)
+    d = {r["target"]: r for r in derived(con, as_of=AS_OF, train_tokens=1e9, price_per_kwh=0.2).to_dicts()}
+    h = d["h100x8"]
+    assert h["tokens_per_gpu_day"] == pytest.approx(60000 * 86400 / 8)
+    assert h["hours_to_train"] == pytest.approx(1e9 / 60000 / 3600)  # R = 1: no failures
+    assert h["cost_to_train"] == pytest.approx(24.0 / (3600 * 60000) * 1e6 * 1000)  # C per 1M x 1000
+    assert h["electricity_cost_per_mtok"] == pytest.approx(0.0031 * 0.2)
+    assert h["scaling_assumed"] is True  # 8 GPUs, no measured scaling efficiency
+    assert d["a10"]["electricity_cost_per_mtok"] is None  # not measured: NULL, not a guess
+
+
+def test_tier_recommendation_uses_memory_fit_and_marks_assumptions(tmp_path):
+    con = warehouse(tmp_path / "w.duckdb")
+    _two_instances(con)
+    cfg = TierConfig()
+    # 7B full: 7e9 x (16 + 2) B = 126e9 B = 117 GiB; LoRA: 7e9 x (2 + 0.01 x 16 + 2) B = 29.1e9 B = 27 GiB
+    assert memory_need_gib(7e9, "full", cfg) == pytest.approx(126e9 / 2**30)
+    assert memory_need_gib(7e9, "lora", cfg) == pytest.approx(29.12e9 / 2**30)
+    t = tier_recommendations(con, as_of=AS_OF)
+    rows = {(r["tier"], r["target"]): r for r in t.to_dicts()}
+    small = rows[("<=7B", "h100x8")]
+    assert small["fits"] and small["mode"] == "full" and small["recommended"] and small["assumed"]
+    assert "ASSUMED scaling efficiency 0.9" in small["reason"] and "measured MFU 46%" in small["reason"]
+    # X at 7B full = 60000 tok/s x (6 x 1e9)/(6 x 7e9) x 8 GPUs x 0.9 = 61714.3 tok/s
+    assert small["tokens_per_s"] == pytest.approx(60000 / 7 * 8 * 0.9)
+    assert small["cost_per_mtok"] == pytest.approx(24.0 / (3600 * 60000 / 7 * 8 * 0.9) * 1e6)
+    a10 = rows[("<=7B", "a10")]
+    assert not a10["fits"] and "does not fit" in a10["reason"] and not a10["recommended"]
+    big = rows[(">13B", "h100x8")]
+    assert big["mode"] == "lora" and big["fits"]
+    con.execute("update finetunes set scaling_efficiency = 0.8 where run_id like 'h%'")
+    measured = {(r["tier"], r["target"]): r for r in tier_recommendations(con, as_of=AS_OF).to_dicts()}
+    assert not measured[("<=7B", "h100x8")]["assumed"] and "measured scaling efficiency 0.80" in measured[
+        ("<=7B", "h100x8")]["reason"]
+
+
+def test_repeatability_per_environment(tmp_path):
+    con = warehouse(tmp_path / "w.duckdb")
+    _two_instances(con)
+    r = {x["target"]: x for x in repeatability(con).to_dicts()}
+    assert r["h100x8"]["runs"] == 3 and r["h100x8"]["cv"] == pytest.approx(1000 / 60000)
+    assert r["h100x8"]["torch"] == "2.5.1"
+
+
+def test_cli_targets_and_errors(tmp_path):
+    path = tmp_path / "w.duckdb"
+    con = warehouse(path)
+    _two_instances(con)
+    con.close()
+    out = CliRunner().invoke(app, ["targets", "--window", "3650d", "--warehouse", str(path)])
+    assert out.exit_code == 0, out.output
+    lines = out.output.strip().splitlines()
+    assert lines[0].startswith("a10") and lines[1].startswith("h100x8")  # cheapest first
+    costgap = [sys.executable, "-c", "from flows.cli import main; main()"]
+    bad = subprocess.run(costgap + ["gap", "a10", "nope", "--warehouse", str(path)], capture_output=True, text=True,
+                         cwd=REPO)
+    assert bad.returncode == 2 and "target 'nope': unknown" in bad.stderr and "Traceback" not in bad.stderr
+    book = tmp_path / "book.csv"
+    book.write_text("provider,region,instance_type,billing_mode,currency,price,effective_from,source\n"
+                    "p,r,a10,on_demand,USD,-1,2026-01-01,test\n")
+    bad = subprocess.run(costgap + ["prices", "import", str(book), "--warehouse", str(path)], capture_output=True,
+                         text=True, cwd=REPO)
+    assert bad.returncode == 2 and "book.csv:2: field 'price'" in bad.stderr
