@@ -83,21 +83,23 @@ def wait_for_run(client, flow_run_id, *, work_pool: str, timeout_s: float, worke
                 return "crashed", msg
         if elapsed >= timeout_s:
             msg = f"timeout: no result within {timeout_s:.0f} s (state {typ.lower()}); run cancelled"
-            _cancel(client, flow_run_id, msg)
+            _cancel(client, flow_run_id, msg, wait_s=15.0 if typ in ("RUNNING", "CANCELLING") else 0.0)
             return "timeout", msg
         time.sleep(poll_s)
 
 
 def _cancel(client, flow_run_id, msg: str, wait_s: float = 15.0) -> None:
-    """Ask the worker to stop the run (Cancelling); if nobody does within wait_s, force Cancelled."""
+    """Ask the worker to stop the run (Cancelling); if nobody does within wait_s, force Cancelled.
+    A run that never started (wait_s = 0) has no process to stop: it is Cancelled at once."""
     from prefect.states import Cancelled, Cancelling
 
-    client.set_flow_run_state(flow_run_id, Cancelling(message=msg), force=True)
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if _typ(client.read_flow_run(flow_run_id).state) == "CANCELLED":
-            return
-        time.sleep(1.0)
+    if wait_s > 0:
+        client.set_flow_run_state(flow_run_id, Cancelling(message=msg), force=True)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if _typ(client.read_flow_run(flow_run_id).state) == "CANCELLED":
+                return
+            time.sleep(1.0)
     client.set_flow_run_state(flow_run_id, Cancelled(message=msg), force=True)
 
 

@@ -49,19 +49,26 @@ def attempts_from_states(states: Iterable[Any], *, task: str, target: str, sourc
     """
     rows: list[dict] = []
     start: Any = None
+    reclosable = False  # the last row was closed and nothing ran since: a later close amends it
     ordered = sorted(states, key=lambda s: s.timestamp)
     for s in ordered:
         typ = _typ(s)
         if typ == "RUNNING":
-            start = s
+            start, reclosable = s, False
             continue
         closed = _closing_state(s)
         if closed is None:
             continue
         if start is None and closed == "completed":
             continue  # e.g. a cached result: nothing ran
+        if start is None and reclosable:  # e.g. Cancelled by the server, then forced Cancelled
+            first = rows.pop()
+            row = _row(task, target, source_id, run_id, first["attempt"], closed, None, s)
+            row["started_at"], row["duration_s"] = first["started_at"], first["duration_s"]
+            rows.append(row)
+            continue
         rows.append(_row(task, target, source_id, run_id, len(rows) + 1, closed, start, s))
-        start = None
+        start, reclosable = None, True
     if start is not None and open_as is not None:
         state, message = open_as
         rows.append(_row(task, target, source_id, run_id, len(rows) + 1, state, start, None, message))

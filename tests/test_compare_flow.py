@@ -110,3 +110,32 @@ def test_costgap_run_cli_prints_table_and_report_path(prefect_harness, tmp_path)
 def test_run_help_explains_options(flag):
     res = CliRunner().invoke(app, ["run", "--help"])
     assert res.exit_code == 0 and flag in res.output
+
+
+def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, tmp_path):
+    """A pool whose instance never came up: the run is cancelled at the target's timeout, the
+    others land, and the cancelled flow run counts as an attempt (error kind timeout)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import DeploymentCreate, WorkPoolCreate
+
+    from flows.compare import WRITE_LIMIT, compare
+
+    with get_client(sync_client=True) as c:
+        c.create_work_pool(WorkPoolCreate(name="pool-nobody", type="process"), overwrite=True)
+        flow_id = c.create_flow_from_name("probe")
+        c.create_deployment(flow_id=flow_id, name="ghost", work_pool_name="pool-nobody",
+                            entrypoint="flows/probe.py:probe", path=".")
+    f = _targets(tmp_path)
+    f.write_text(f.read_text() + '\n[[target]]\nid = "ghost"\ndispatch = "pool"\nwork_pool = "pool-nobody"\ntimeout_s = 3\n')
+    state = compare(targets=["ghost", "airgap"], targets_file=str(f), return_state=True, **_kw(tmp_path))
+    assert state.name == "Partial" and "ghost (timeout)" in state.message
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
+    try:
+        rows = con.execute("select task, state, error_kind from attempts where source = 'prefect' "
+                           "and target = 'ghost'").fetchall()
+    finally:
+        con.close()
+    assert rows == [("probe_flow", "cancelled", "timeout")]
+    with get_client(sync_client=True) as c:
+        limit = c.read_global_concurrency_limit_by_name(WRITE_LIMIT)
+    assert limit.limit == 1 and limit.active_slots == 0  # created if missing, released after landing

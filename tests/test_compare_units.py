@@ -138,3 +138,11 @@ def test_rerun_rate_counts_crashed_and_cancelled_flow_runs(warehouse_file):
     assert recent_b[8:10] == (1, 1)  # flow_crashed, flow_cancelled
     assert by[("a", True)][5] == 0.0
     assert by[("b", False)][3:6] == (1, 0, 0.0)  # the older window, on its own
+
+
+def test_a_run_closed_twice_without_running_again_is_one_attempt():
+    states = [_at(Scheduled(), 0), _at(Crashed(message="server side"), 5),
+              _at(Crashed(message="crash: no live worker on work pool 'p'"), 6)]
+    rows = prefect_runs.attempts_from_states(states, task="probe_flow", target="a", source_id="f")
+    assert [(r["attempt"], r["state"], r["message"]) for r in rows] == [
+        (1, "crashed", "crash: no live worker on work pool 'p'")]
