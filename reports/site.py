@@ -11,6 +11,7 @@ any step leaves the previous site exactly as it was. The vega libraries are one 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -37,7 +38,8 @@ log = logging.getLogger(__name__)
 PAGE_BUDGET_BYTES = 3 * 1024 * 1024  # issue 7: each page (HTML + the scripts it loads) <= 3 MB
 KEEP_REMOTE_BUILDS = 3  # older builds under builds/ are pruned after a successful publish
 PNG_SCALE = 2.0  # slides and chat want crisp images; 2x of a 640 px chart is 1280 px
-EXPORT_WORKERS = 2  # this box has 2 cores; vl-convert releases the GIL while it renders
+EXPORT_WORKERS = 2  # this box has 2 cores; vl-convert mostly serialises, the 2nd thread overlaps file I/O
+CHART_CACHE_FILES = 2000  # ~1000 charts (SVG + PNG) kept in COSTGAP_HOME/chart-cache, newest first
 _URL = re.compile(r"https?://", re.IGNORECASE)
 
 
@@ -68,18 +70,53 @@ def vega_bundle() -> str:
     return js
 
 
-def _export_one(out: Path, chart_id: str, spec: dict) -> None:
-    svg = vlc.vegalite_to_svg(spec)
-    (out / f"{chart_id}.svg").write_text(svg, encoding="utf-8")
-    (out / f"{chart_id}.png").write_bytes(vlc.svg_to_png(svg, scale=PNG_SCALE))
+def _export_one(out: Path, chart_id: str, spec: dict, cache: Path | None) -> bool:
+    """Write <id>.svg and <id>.png; reuse a cached pair for an identical spec. Returns True on a cache hit."""
+    key = hashlib.sha256(json.dumps([spec, PNG_SCALE, vlc.get_vegalite_versions()[-1]], sort_keys=True,
+                                    default=str).encode()).hexdigest()[:32]
+    hit = cache is not None and (cache / f"{key}.png").exists() and (cache / f"{key}.svg").exists()
+    if hit:
+        svg_bytes, png = (cache / f"{key}.svg").read_bytes(), (cache / f"{key}.png").read_bytes()
+    else:
+        svg_bytes = vlc.vegalite_to_svg(spec).encode("utf-8")
+        png = vlc.svg_to_png(svg_bytes.decode("utf-8"), scale=PNG_SCALE)
+    (out / f"{chart_id}.svg").write_bytes(svg_bytes)
+    (out / f"{chart_id}.png").write_bytes(png)
+    if cache is not None and not hit:
+        try:
+            for suffix, data in ((".svg", svg_bytes), (".png", png)):
+                tmp = cache / f"{key}{suffix}.{uuid.uuid4().hex[:6]}.tmp"
+                tmp.write_bytes(data)
+                tmp.replace(cache / f"{key}{suffix}")
+        except OSError as e:  # the cache only saves time
+            log.info("report: chart cache write failed: %s", e)
+    return hit
 
 
-def export_images(specs: dict[str, dict], out: Path, workers: int = EXPORT_WORKERS) -> None:
-    """Every chart as SVG (vl-convert) and PNG (rasterised from that SVG), in a small thread pool."""
+def _prune(cache: Path, keep: int = CHART_CACHE_FILES) -> None:
+    files = sorted(cache.glob("*.*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in files[keep:]:
+        p.unlink(missing_ok=True)
+
+
+def export_images(specs: dict[str, dict], out: Path, workers: int = EXPORT_WORKERS, cache: bool = True) -> int:
+    """Every chart as SVG (vl-convert) and PNG (rasterised from that SVG); returns the cache hits.
+
+    A chart whose spec (data included) is unchanged since an earlier build is copied from the cache
+    (COSTGAP_HOME/chart-cache): after one new run, most target pages and the quality charts are unchanged.
+    """
     out.mkdir(parents=True, exist_ok=True)
+    folder = _cache_dir() / "chart-cache" if cache else None
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            folder = None
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(_export_one, out, cid, spec) for cid, spec in specs.items()]:
-            f.result()
+        hits = sum(f.result() for f in [pool.submit(_export_one, out, cid, spec, folder) for cid, spec in specs.items()])
+    if folder is not None:
+        _prune(folder)
+    return hits
 
 
 def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
@@ -98,8 +135,7 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
         specs.update(page.charts)
     t_pages = time.perf_counter() - t0
     t1 = time.perf_counter()
-    if images:
-        export_images(specs, out / "charts")
+    hits = export_images(specs, out / "charts") if images else 0
     t_export = time.perf_counter() - t1
     heavy = [p for p in pages if p["bytes"] > PAGE_BUDGET_BYTES]
     for p in heavy:
@@ -107,7 +143,7 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
     manifest = {
         "generated_at": data.generated_at.isoformat(), "baseline": data.baseline, "pages": pages,
         "charts": len(specs), "images": images, "max_page_bytes": max(p["bytes"] for p in pages),
-        "render_s": round(t_pages, 3), "export_s": round(t_export, 3), "total_s": round(time.perf_counter() - t0, 3),
+        "render_s": round(t_pages, 3), "export_s": round(t_export, 3), "export_cache_hits": hits, "total_s": round(time.perf_counter() - t0, 3),
     }
     (out / "site.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest

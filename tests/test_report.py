@@ -97,6 +97,17 @@ def test_every_chart_exported_as_png_and_svg(site: Path):
         assert "<svg" in (site / "charts" / f"{cid}.svg").read_text()
 
 
+def test_unchanged_charts_reuse_their_exports(world, tmp_path: Path):
+    import json
+
+    site = Path(build_site(world, str(tmp_path / "first"))).parent
+    again = Path(build_site(world, str(tmp_path / "again"))).parent
+    manifest = json.loads((again / "site.json").read_text())
+    assert manifest["export_cache_hits"] == manifest["charts"]  # same data, same specs
+    for p in (site / "charts").iterdir():
+        assert (again / "charts" / p.name).read_bytes() == p.read_bytes(), p.name
+
+
 def test_evil_target_is_escaped_everywhere(site: Path):
     for path in site.glob("*.html"):
         assert EVIL not in path.read_text(encoding="utf-8"), path.name

@@ -40,22 +40,28 @@ def main() -> int:
               f"({size_mb:.0f} MB) generated in {gen_s:.1f} s")
         vega_bundle()  # warm the on-disk cache once, as any machine that has rendered before has
         site = Path(tmp) / "site"
-        results = []
-        for attempt in range(2):  # the second rebuild replaces an existing site (the swap path)
-            t0 = time.perf_counter()
+        results, cpu = [], []
+        for attempt in range(3):  # later rebuilds replace an existing site (the swap path)
+            t0, c0 = time.perf_counter(), time.process_time()
             build_site(wh, str(site))
             results.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
         manifest = json.loads((site / "site.json").read_text())
         heaviest = max(manifest["pages"], key=lambda p: p["bytes"])
         total_mb = sum(p.stat().st_size for p in site.rglob("*") if p.is_file()) / 1e6
     best = min(results)
-    print(f"rebuild: {', '.join(f'{s:.2f} s' for s in results)} (best {best:.2f} s; target <= {TARGET_S:.0f} s; "
-          f"ratio {best / TARGET_S:.2f}); of the last: render {manifest['render_s']:.2f} s, "
+    load1, _, _ = os.getloadavg()
+    print(f"machine: {os.cpu_count()} cores, load average {load1:.1f} at the end (other work slows wall time); "
+          f"process CPU per rebuild: {', '.join(f'{c:.2f} s' for c in cpu)}")
+    print(f"rebuild: first (cold chart cache) {results[0]:.2f} s; then {', '.join(f'{s:.2f} s' for s in results[1:])} "
+          f"(unchanged charts reused: {manifest['export_cache_hits']}/{manifest['charts']})")
+    print(f"rebuild: cold {results[0]:.2f} s vs target <= {TARGET_S:.0f} s (ratio {results[0] / TARGET_S:.2f}); "
+          f"best {best:.2f} s; of the last: render {manifest['render_s']:.2f} s, "
           f"PNG+SVG export {manifest['export_s']:.2f} s for {manifest['charts']} charts")
     print(f"pages: {len(manifest['pages'])}, charts: {manifest['charts']} (each also PNG + SVG), site {total_mb:.1f} MB")
     print(f"heaviest page: {heaviest['file']} {heaviest['bytes'] / 1e6:.2f} MB incl. shared vega.js "
           f"(budget {BUDGET_BYTES / 1e6:.2f} MB; ratio {heaviest['bytes'] / BUDGET_BYTES:.2f})")
-    ok = best <= TARGET_S and heaviest["bytes"] <= BUDGET_BYTES
+    ok = results[0] <= TARGET_S and heaviest["bytes"] <= BUDGET_BYTES  # judged on the cold rebuild
     print("report benchmark:", "met target" if ok else "MISSED")
     return 0 if ok else 1
 
