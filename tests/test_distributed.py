@@ -247,6 +247,26 @@ def test_nothing_fits_is_not_applicable(monkeypatch):
     as_bundle(m, f, a)
 
 
+def test_spent_budget_and_qlora_are_not_failures(monkeypatch):
+    calls = []
+
+    def slow_launch(kind, cfg, **kw):  # the first launch eats the whole budget
+        calls.append(kind)
+        time.sleep(1.5)
+        return {"ok": False, "error_kind": "crash", "message": "x", "pids": []}
+
+    monkeypatch.setattr(distributed, "launch", slow_launch)
+    monkeypatch.setattr(distributed, "MIN_LAUNCH_S", 1.0)
+    cfg = dataclasses.replace(CPU_CI, presets=("8b-qlora", "tiny"))
+    m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=2.0)
+    assert calls == ["allreduce"]
+    assert [(x["task"], x["state"]) for x in a] == [
+        ("allreduce", "failed"), ("finetune_ddp:8b-qlora", "not_applicable"),
+        ("finetune_ddp:tiny:n1", "skipped"), ("finetune_ddp:tiny:n2", "skipped")]
+    assert [x["status"] for x in f] == ["skipped", "skipped"]
+    as_bundle(m, f, a)
+
+
 @pytest.mark.parametrize("exc, kind", [
     (torch.OutOfMemoryError("CUDA out of memory"), "oom"),
     (RuntimeError("Timed out waiting 2000ms for recv operation"), "timeout"),

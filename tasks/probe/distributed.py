@@ -34,6 +34,7 @@ from tasks.probe.timing import iqr, median, percentile
 
 BENCHMARK_VERSION = "1"  # bump when the sweep's method changes (sizes do not: they are params)
 STRATEGIES = ("ddp", "fsdp2", "auto")
+MIN_LAUNCH_S = 5.0  # below this much budget a launch cannot even import torch: record it as skipped
 
 
 @dataclass(frozen=True)
@@ -188,10 +189,10 @@ def _failed_finetune(preset: str, n: int, backend: str, out: dict, cfg: MultiGpu
     """The record of a run that produced no figures: what was attempted (as the worker would have
     chosen it), the outcome and why; every measured field stays null."""
     p = get_preset(preset)
-    return {"preset": preset, "status": "not_applicable" if out["error_kind"] == "oom" else "failed",
-            "mode": p.mode, "precision": _precision(backend), "micro_batch": micro_batch,
-            "seq_len": min(cfg.seq_len or p.seq_len, p.seq_len), "device": "cuda" if backend == "nccl" else "cpu", "n_gpus": n,
-            "message": out["message"][:4000]}
+    status = "skipped" if out.get("skipped") else "not_applicable" if out["error_kind"] == "oom" else "failed"
+    return {"preset": preset, "status": status, "mode": p.mode, "precision": _precision(backend),
+            "micro_batch": micro_batch, "seq_len": min(cfg.seq_len or p.seq_len, p.seq_len),
+            "device": "cuda" if backend == "nccl" else "cpu", "n_gpus": n, "message": out["message"][:4000]}
 
 
 def _precision(backend: str) -> str:
@@ -235,10 +236,11 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     def run(task: str, kind: str, n: int, try_no: int = 1, **kw) -> dict:
         started, t = iso_now(), time.monotonic()
         left = end - t
-        if left <= 1.0:
-            out = {"ok": False, "error_kind": "timeout", "message": f"no time left of {timeout_s:g} s"}
-        else:
-            out = launch(kind, cfg, backend=backend, world=n, deadline_s=left, threads=threads, **kw)
+        if left <= MIN_LAUNCH_S:  # the budget is spent: not tried, so not a failure of the host
+            msg = f"not started: {max(0.0, left):.0f} s left of the {timeout_s:g} s multi-GPU budget"
+            attempts.append(attempt(task, try_no, "skipped", 0.0, started_at=started, message=msg))
+            return {"ok": False, "error_kind": None, "skipped": True, "message": msg}
+        out = launch(kind, cfg, backend=backend, world=n, deadline_s=left, threads=threads, **kw)
         attempts.append(attempt(task, try_no, "completed" if out["ok"] else "failed",
                                 time.monotonic() - t, started_at=started,
                                 error_kind=None if out["ok"] else out["error_kind"],
@@ -255,12 +257,17 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     for preset in cfg.presets:
         baseline_tps = None
         micro_batch = cfg.micro_batch or get_preset(preset).micro_batch_max
+        if get_preset(preset).mode == "qlora":  # B's probe has no 4-bit path; never launched
+            attempts.append(attempt(f"finetune_ddp:{preset}", 1, "not_applicable", 0.0,
+                                    started_at=iso_now(),
+                                    message="QLoRA presets are not run data-parallel by this probe"))
+            continue
         for n in ([1] if cfg.baseline or world == 1 else []) + ([world] if world >= 2 else []):
             task, first = f"finetune_ddp:{preset}:n{n}", len(attempts)
             for try_no in range(1, 64):
                 out = run(task, "finetune", n, try_no, preset=preset, strategy=cfg.strategy,
                           micro_batch=micro_batch)
-                if out["ok"] or out["error_kind"] != "oom" or micro_batch == 1:
+                if out["ok"] or out.get("skipped") or out["error_kind"] != "oom" or micro_batch == 1:
                     break
                 micro_batch //= 2  # OOM ladder (as B's fine-tune): halve, retry; n>1 starts here too
             if not out["ok"]:
