@@ -27,6 +27,7 @@ import polars as pl
 from flows.errors import UserError
 from tasks import stats
 from tasks.changepoint import ENV_FIELDS, detect
+from tasks.cost_derived import TierConfig, derived, repeatability, tier_recommendations  # noqa: F401 (API)
 from tasks.fx import FxError
 from tasks.pricing.base import BILLING_MODES, CURRENCIES
 from warehouse.sql import load_query
@@ -119,7 +120,10 @@ def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None,
     n = summary.height
     sizes = summary["runs"].to_numpy().astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    x_draws = stats.bootstrap_medians(np.asarray(samples["tokens_per_s"], dtype=float), offsets, opts.draws, rng)
+    values = np.asarray(samples["tokens_per_s"], dtype=float)
+    if values.size != offsets[-1]:  # both queries read _cost_runs in (target, preset) order
+        raise RuntimeError(f"cost_samples has {values.size} runs, cost_summary counts {offsets[-1]}")
+    x_draws = stats.bootstrap_medians(values, offsets, opts.draws, rng)
     cv = summary["cv_within"].fill_null(float("nan")).to_numpy().astype(float)
     x_draws = stats.smooth(x_draws, cv, sizes, rng)
     attempts = summary["attempts"].to_numpy().astype(float)
@@ -226,16 +230,16 @@ def gap(con: duckdb.DuckDBPyConnection, a: str, b: str, *, window_days: float = 
 
 def cost_history(con: duckdb.DuckDBPyConnection, *, bucket: str = "week", billing: str | None = "on_demand",
                  currency: str = "USD", f: float = 0.5, since: datetime | None = None,
-                 until: datetime | None = None) -> pl.DataFrame:
+                 until: datetime | None = None, stale_after_days: float = 30) -> pl.DataFrame:
     """C per (target, preset, bucket): the same model, each bucket its own window (SQL only)."""
     if bucket not in ("day", "week", "month"):
         raise UserError(f"bucket = {bucket!r}: expected day, week or month")
-    opts = CostOptions(billing, currency, f)
+    opts = CostOptions(billing, currency, f, stale_after_days)
     start = since or datetime(1970, 1, 1, tzinfo=timezone.utc)
     end = until or datetime.now(timezone.utc)
     price_runs(con, start, end, opts)
-    return stats.fetch_frame(con, load_query("cost_history"), {"bucket": bucket, "f": f, "task": FINETUNE_TASK,
-                                                                "start": start, "end": end})
+    return stats.fetch_frame_numpy(con, load_query("cost_history"), {"bucket": bucket, "f": f, "task": FINETUNE_TASK,
+                                                                "start": start, "end": end, "stale_days": stale_after_days})
 
 
 def env_changes(con: duckdb.DuckDBPyConnection, target: str, window1: tuple, window2: tuple) -> list[dict]:
@@ -269,6 +273,3 @@ def gap_between_windows(con: duckdb.DuckDBPyConnection, a: str, b: str, window1:
             "delta": {"gap": g2["gap"] - g1["gap"], "ln_ratio": g2["ln_ratio"] - g1["ln_ratio"], "terms": delta_terms},
             "env_changes": {"a": env_changes(con, a, window1, window2), "b": env_changes(con, b, window1, window2)},
             "changes": detect(con, targets=[a, b], preset=g1["preset"], since=s1, until=e2)}
-
-
-from tasks.cost_derived import TierConfig, derived, repeatability, tier_recommendations  # noqa: E402,F401

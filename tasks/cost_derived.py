@@ -15,7 +15,7 @@ repeatability(): run-to-run CV per (target, environment, figure) (issue 10.4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import duckdb
 import polars as pl
@@ -89,7 +89,8 @@ def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> di
     gpus = max(int(mem.get("gpu_count") or r.get("gpu_count") or 1), 1)
     notes: list[str] = []
     out = {"tier": tier, "tier_params": size, "target": r["target"], "preset": r["preset"], "cost_per_mtok": None,
-           "fits": False, "mode": None, "assumed": False, "reason": "", "gpus": gpus}
+           "fits": False, "mode": None, "assumed": False, "reason": "", "gpus": gpus,
+           "price_stale": r.get("price_stale")}
     if per_gpu is None:
         out.update(assumed=True, reason="GPU memory unknown (no GPU in the environment): fit not assessed")
         return out
@@ -143,7 +144,7 @@ def tier_recommendations(con: duckdb.DuckDBPyConnection, *, config: TierConfig |
     rows = [_tier_row(tier, size, r, mem.get(t, {}), cfg) for tier, size in cfg.tiers for t, r in sorted(best.items())]
     schema = {"tier": pl.String, "tier_params": pl.Float64, "target": pl.String, "preset": pl.String,
               "cost_per_mtok": pl.Float64, "fits": pl.Boolean, "mode": pl.String, "assumed": pl.Boolean,
-              "reason": pl.String, "gpus": pl.Int64, "tokens_per_s": pl.Float64}
+              "reason": pl.String, "gpus": pl.Int64, "tokens_per_s": pl.Float64, "price_stale": pl.Boolean}
     frame = pl.DataFrame([{k: row.get(k) for k in schema} for row in rows], schema=schema)
     order = {name: i for i, (name, _) in enumerate(cfg.tiers)}
     frame = frame.with_columns(_o=pl.col("tier").replace_strict(order, return_dtype=pl.Int64)).sort(

@@ -26,7 +26,8 @@ class FxError(PriceError):
     """A bad FX file, or a cost that needs a rate the table does not have."""
 
 
-def read_fx_csv(path: str) -> list[tuple[str, date, float, str]]:
+def read_fx_csv(path: str) -> list[tuple[str, date, float, str, str]]:
+    """(currency, rate_date, units_per_usd, source, file:line) per row, validated."""
     p = Path(path)
     if not p.is_file():
         raise FxError(f"{p}: no such FX rates file")

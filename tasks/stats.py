@@ -118,3 +118,22 @@ def fetch_columns(con, sql: str, params=None) -> dict:
     """Run a query and return {column: numpy array}: the fast path for large numeric results."""
     cur = con.execute(sql, params) if params is not None else con.execute(sql)
     return cur.fetchnumpy()
+
+
+def fetch_frame_numpy(con, sql: str, params=None):
+    """fetch_frame for large results: numpy columns (NULLs via masks), timestamptz kept as UTC."""
+    import polars as pl
+
+    cur = con.execute(sql, params) if params is not None else con.execute(sql)
+    kinds = {d[0]: str(d[1]) for d in cur.description}
+    series = []
+    for name, arr in cur.fetchnumpy().items():
+        mask = np.ma.getmaskarray(arr) if isinstance(arr, np.ma.MaskedArray) else None
+        values = arr.data if isinstance(arr, np.ma.MaskedArray) else arr
+        s = pl.Series(name, values.tolist() if values.dtype == object else values)
+        if mask is not None and mask.any():
+            s = s.scatter(np.nonzero(mask)[0], None)
+        if "TIME ZONE" in kinds[name].upper() and s.dtype == pl.Datetime:
+            s = s.dt.replace_time_zone("UTC")
+        series.append(s)
+    return pl.DataFrame(series)

@@ -153,3 +153,12 @@ def test_cost_history_buckets_use_the_same_model(tmp_path):
     hist = cost.cost_history(con, bucket="month", until=AS_OF)
     a = hist.filter(hist["target"] == "A").row(0, named=True)
     assert a["cost_per_mtok"] == pytest.approx(0.703125) and a["runs"] == 3 and a["attempts"] == 5
+
+
+def test_history_flags_runs_priced_by_a_stale_price(tmp_path):
+    con = warehouse(tmp_path / "w.duckdb")
+    _hand_worked(con)  # prices last confirmed at T0; runs on T0 + 1..3 days
+    fresh = cost.cost_history(con, bucket="month", until=AS_OF, stale_after_days=30)
+    stale = cost.cost_history(con, bucket="month", until=AS_OF, stale_after_days=1.5)
+    assert fresh["price_stale"].to_list() == [False, False]
+    assert stale["price_stale"].to_list() == [True, True]

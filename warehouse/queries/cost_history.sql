@@ -1,12 +1,14 @@
 -- cost_history: C per (target, preset, bucket) from _cost_runs (cost_runs.sql), each bucket its own window.
 -- Same model as tasks/cost.py: P mean as-of price, X median tokens/s, p from fine-tune attempts, R, C.
+-- price_stale: some run in the bucket was priced by a price last confirmed > $stale_days before it ran.
 with runs_b as (
-    select target, preset, date_trunc($bucket, started_at) as bucket_start, tokens_per_s, price_per_hour
+    select target, preset, date_trunc($bucket, started_at) as bucket_start, tokens_per_s, price_per_hour,
+           epoch(started_at) - epoch(price_last_seen_at) > $stale_days * 86400.0 as stale
     from _cost_runs
 ),
 agg as (
     select target, preset, bucket_start, count(*) as runs, median(tokens_per_s) as tokens_per_s,
-           avg(price_per_hour) as price_per_hour
+           avg(price_per_hour) as price_per_hour, bool_or(stale) as price_stale
     from runs_b
     group by target, preset, bucket_start
 ),
@@ -37,7 +39,7 @@ joined as (
     left join rel using (target, bucket_start)
 ),
 final as (
-    select target, preset, bucket_start, runs, price_per_hour, tokens_per_s, attempts, failed_attempts, p,
+    select target, preset, bucket_start, runs, price_per_hour, price_stale, tokens_per_s, attempts, failed_attempts, p,
            case when p < 1 then 1 + $f * p / (1 - p) end as R,
            price_per_hour / (3600.0 * tokens_per_s) * 1e6 * (case when p < 1 then 1 + $f * p / (1 - p) end)
                as cost_per_mtok

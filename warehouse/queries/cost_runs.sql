@@ -11,7 +11,7 @@ with t as (
     from targets
 ),
 target_prices as (
-    select t.target, p.effective_from, p.effective_to, p.currency, p.price_per_hour
+    select t.target, p.effective_from, p.effective_to, p.currency, p.price_per_hour, p.last_seen_at
     from t
     join prices p using (provider, region, instance_type, billing_mode)
 ),
@@ -28,7 +28,9 @@ priced as (
            case when tp.effective_to is null or ft.started_at < tp.effective_to then tp.price_per_hour end
                as price_native,
            case when tp.effective_to is null or ft.started_at < tp.effective_to then tp.effective_from end
-               as price_effective_from
+               as price_effective_from,
+           case when tp.effective_to is null or ft.started_at < tp.effective_to then tp.last_seen_at end
+               as price_last_seen_at
     from ft
     left join t using (target)
     asof left join target_prices tp
@@ -53,7 +55,7 @@ with_to as (
 final as (
     select target, preset, started_at, environment_id, tokens_per_s, mfu, kwh_per_mtok, scaling_efficiency,
            params_total, mode, n_gpus, peak_mem_allocated_gib, gpu_count, price_currency, price_native,
-           price_effective_from,
+           price_effective_from, price_last_seen_at,
            case
                when price_native is null then null
                when price_currency = $currency then price_native
