@@ -1,0 +1,129 @@
+"""Secrets: credentials planted in the environment never reach a bundle, the warehouse, a log or
+the report. The real probe, `costgap ingest`, `costgap report` and the compare flow run with
+them set; then all four outputs are searched for the planted value."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tasks.land import land_paths, safe_uri
+from tests.conftest import REPO
+from tests.factories import bundle_doc, write_bundle
+from warehouse.db import connect
+
+SECRET = "cgsecret" + secrets.token_hex(12)
+# The usual places a price-API or storage credential sits in a process environment.
+CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY",
+                   "AZURE_CLIENT_SECRET", "GOOGLE_APPLICATION_CREDENTIALS", "COSTGAP_PRICE_API_KEY",
+                   "HF_TOKEN", "COSTGAP_S3_SECRET")
+FAST_SKIP = "finetune,storage,gemm_sustained,feed,hostdev"  # the real probe, minus its slow parts
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({v: SECRET for v in CREDENTIAL_VARS})
+    env["COSTGAP_EXTRA_NOTE"] = f"token={SECRET}"  # a COSTGAP_* variable must not leak either
+    return env
+
+
+def _grep_tree(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+
+
+def _grep_warehouse(path: Path) -> list[str]:
+    """Every row of every table, cast to text (DuckDB compresses strings on disk, so a byte grep
+    of the file alone could miss one), plus the file bytes."""
+    hits = [str(path)] if SECRET.encode() in path.read_bytes() else []
+    con = connect(str(path), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute(
+            "select table_name from information_schema.tables where table_schema = 'main'").fetchall()]
+        for t in tables:
+            n = con.execute(f'select count(*) from "{t}" as r where cast(r as varchar) like ?',
+                            [f"%{SECRET}%"]).fetchall()[0][0]
+            if n:
+                hits.append(f"{path}:{t} ({n} rows)")
+    finally:
+        con.close()
+    return hits
+
+
+def test_urls_lose_their_credentials():
+    assert safe_uri(f"s3://AKIA:{SECRET}@bucket/r/x.json") == "s3://bucket/r/x.json"
+    assert safe_uri(f"https://host/x.json?sig={SECRET}") == "https://host/x.json"
+    assert safe_uri("/plain/path.json") == "/plain/path.json"
+
+
+@pytest.mark.slow
+def test_planted_secret_reaches_no_output(tmp_path):
+    env, logs = _env(), []
+    bundles = tmp_path / "bundles"
+    probe = subprocess.run([sys.executable, "-m", "tasks.probe", "--profile", "quick", "--target", "local",
+                            "--out", str(bundles), "--skip", FAST_SKIP], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    logs += [probe.stdout, probe.stderr]
+    bundle = Path(probe.stdout.strip().splitlines()[-1])
+    assert bundle.exists()
+    wh, site = tmp_path / "wh.duckdb", tmp_path / "site"
+    ingest = subprocess.run([sys.executable, "-m", "flows.cli", "ingest", str(bundles), "--warehouse", str(wh)],
+                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    logs += [ingest.stdout, ingest.stderr]
+    assert ingest.returncode == 0, ingest.stdout + ingest.stderr  # a real probe bundle lands clean
+    report = subprocess.run([sys.executable, "-m", "flows.cli", "report", "--warehouse", str(wh),
+                             "--site", str(site), "--no-images"], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=300)
+    logs += [report.stdout, report.stderr]
+    assert report.returncode == 0, report.stderr[-2000:]
+    # a URL carrying credentials is recorded without them
+    con = connect(str(wh))
+    write_bundle(tmp_path / "more", bundle_doc(seq=77))
+    land_paths(con, [f"file://{tmp_path / 'more'}"])
+    con.close()
+
+    assert _grep_tree(bundles) == []
+    assert _grep_warehouse(wh) == []
+    assert _grep_tree(site) == []
+    assert [i for i, text in enumerate(logs) if SECRET in text] == []
+
+
+@pytest.mark.slow
+def test_compare_flow_logs_hold_no_secret(prefect_harness, tmp_path, monkeypatch, capfd):
+    from prefect.client.orchestration import get_client
+
+    from prefect.logging.handlers import APILogWorker
+
+    from flows.compare import compare
+
+    for var in CREDENTIAL_VARS:
+        monkeypatch.setenv(var, SECRET)
+    inbox = tmp_path / "inbox"
+    write_bundle(inbox, bundle_doc(target="airgap", seq=5))
+    targets = tmp_path / "targets.toml"
+    targets.write_text(f'[[target]]\nid = "airgap"\ndispatch = "import"\ninbox = "{inbox}"\n')
+    state = compare(targets=None, targets_file=str(targets), warehouse=str(tmp_path / "wh.duckdb"),
+                    site=str(tmp_path / "site"), results=str(tmp_path / "results"), return_state=True)
+    assert state.is_completed(), state.message
+    APILogWorker.drain_all(timeout=10)  # logs reach the API in the background; send them now
+    api_logs: list[str] = []
+    with get_client(sync_client=True) as client:
+        for _ in range(40):
+            api_logs = [log.message for log in client.read_logs()]
+            if api_logs:
+                break
+            time.sleep(0.25)
+        artifacts = [str(a.data) for a in client.read_artifacts()]
+    out, err = capfd.readouterr()
+    assert api_logs and not [m for m in api_logs if SECRET in m]
+    assert not [a for a in artifacts if SECRET in a]
+    assert SECRET not in out + err
+    assert _grep_warehouse(tmp_path / "wh.duckdb") == []
+    assert _grep_tree(tmp_path / "site") == [] and _grep_tree(tmp_path / "results") == []
