@@ -35,8 +35,13 @@ def _clean(rows: Rows, keep: tuple[str, ...]) -> Rows:
     return out
 
 
+# Altair's JSON-schema validation costs ~20 ms per chart (about half a rebuild's CPU). The tests
+# validate every chart builder once (tests/test_report.py sets this True); the site build skips it.
+VALIDATE_SPECS = False
+
+
 def _spec(chart: alt.TopLevelMixin) -> dict:
-    spec = chart.to_dict()
+    spec = chart.to_dict(validate=VALIDATE_SPECS)
     spec.pop("$schema", None)  # a URL; the page and vl-convert both know the version
     spec["config"] = VEGA_CONFIG
     return spec

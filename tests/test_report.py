@@ -62,6 +62,16 @@ def test_table_escapes_every_cell_and_heading():
     assert EVIL not in out and out.count(esc(EVIL)) == 2
 
 
+def test_every_chart_spec_is_valid_vega_lite(world, tmp_path, monkeypatch):
+    import reports.charts as charts
+
+    monkeypatch.setattr(charts, "VALIDATE_SPECS", True)  # Altair validates each spec against the schema
+    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
+    import json
+
+    assert json.loads((out / "site.json").read_text())["charts"] >= 8
+
+
 def test_site_has_every_page_and_no_external_reference(site: Path):
     names = {p.name for p in site.glob("*.html")}
     assert {"index.html", "over-time.html", "why.html", "hardware.html", "reliability.html", "quality.html"} <= names
