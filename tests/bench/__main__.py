@@ -1,6 +1,6 @@
 """Run the project's benchmarks: every tests/bench/bench_*.py main(), one after another.
 
-    make bench                        # all of them
+    make bench                                   # all of them
     .venv/bin/python -m tests.bench land cost   # only those whose name contains 'land' or 'cost'
 
 Each benchmark prints its own figures and ratios and returns 0 when it met its target. Benchmarks are
