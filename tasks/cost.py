@@ -133,6 +133,7 @@ def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None,
     price = summary["price_per_hour"].fill_null(float("nan")).to_numpy().astype(float)
     c_draws = price[:, None] / (3600.0 * x_draws) * 1e6 * r_draws
     rows = summary.to_dicts()
+    points = np.full(n, np.nan)
     for i, row in enumerate(rows):
         p = row["failed_attempts"] / row["attempts"] if row["attempts"] else 0.0
         r = stats.rerun_factor(p, opts.f) if p < 1.0 else None
@@ -140,14 +141,18 @@ def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None,
         cost = effective_cost(P, X, r) if P is not None and r is not None and X else None
         row.update(p=p, R=r, cost_per_mtok=cost, currency=opts.currency)
         if cost is None:
-            row.update(cost_lo=None, cost_hi=None)
             c_draws[i] = np.nan
         else:
-            lo, hi = stats.interval(c_draws[i : i + 1], np.array([cost]))
-            row.update(cost_lo=float(lo[0]), cost_hi=float(hi[0]))
+            points[i] = cost
         seen = row["price_last_seen_at"]
         age = (end - seen.astimezone(timezone.utc)).total_seconds() / 86400.0 if seen is not None else None
         row.update(price_age_days=age, price_stale=(age > opts.stale_after_days) if age is not None else None)
+    costed = np.isfinite(points)
+    lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+    if costed.any():
+        lo[costed], hi[costed] = stats.interval(c_draws[costed], points[costed])
+    for i, row in enumerate(rows):
+        row.update(cost_lo=float(lo[i]) if costed[i] else None, cost_hi=float(hi[i]) if costed[i] else None)
     extra = [c for c in (rows[0].keys() if rows else []) if c not in COLUMNS]
     frame = pl.DataFrame(rows, schema_overrides={"R": pl.Float64, "cost_per_mtok": pl.Float64,
                                                  "cost_lo": pl.Float64, "cost_hi": pl.Float64,

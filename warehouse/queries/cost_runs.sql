@@ -1,10 +1,10 @@
 -- cost_runs: every successful fine-tune run in ($start, $end], priced as of the run's start.
 -- Price: ASOF JOIN on effective_from (a closed period does not price runs at or after its effective_to);
 -- the price key (provider, region, instance_type, billing_mode) is resolved per target first, so the
--- ASOF JOIN matches on the target alone. FX: ASOF JOIN on the rate date (UTC midnight) for the price
--- currency and for the reporting currency $currency; USD is the pivot. fx_missing marks a priced run
--- whose rate is missing (the caller raises: a missing rate is an error, never 1.0).
--- $billing null = each target's own billing_mode (targets table), else that mode for every target.
+-- ASOF JOIN matches on the target alone. FX: the rate in force on the run's UTC day, from an ASOF JOIN
+-- over a small (currency x day) calendar, then hash-joined for the price currency and for $currency;
+-- USD is the pivot. fx_missing marks a priced run whose rate is missing (the caller raises: a missing
+-- rate is an error, never 1.0). $billing null = each target's own billing_mode (targets table).
 with t as (
     select target, provider, region, instance_type, coalesce(gpu_count, 0) as gpu_count,
            coalesce(cast($billing as varchar), billing_mode, 'on_demand') as billing_mode
@@ -36,21 +36,32 @@ priced as (
     asof left join target_prices tp
       on ft.target = tp.target and ft.started_at >= tp.effective_from
 ),
+span as (
+    select floor(epoch(min(started_at)) / 86400)::bigint as first_day,
+           floor(epoch(max(started_at)) / 86400)::bigint as last_day
+    from ft
+),
 fx as (
-    select currency, (rate_date::timestamp) at time zone 'UTC' as rate_at, units_per_usd from fx_rates
+    select currency, epoch(rate_date)::bigint // 86400 as rate_day, units_per_usd from fx_rates
 ),
-fx_to_rates as (
-    select rate_at, units_per_usd from fx where currency = $currency
+currency_days as (
+    select c.currency, d.day
+    from (select distinct currency from fx) c,
+         (select range as day from span, range(span.first_day, span.last_day + 1)) d
 ),
-with_from as (
-    select o.*, f.units_per_usd as from_units_per_usd
-    from priced o
-    asof left join fx f on o.price_currency = f.currency and o.started_at >= f.rate_at
+fx_days as (  -- the rate in force on each UTC day: the latest rate dated on or before it
+    select cd.currency, cd.day, f.units_per_usd
+    from currency_days cd
+    asof join fx f on cd.currency = f.currency and cd.day >= f.rate_day
+),
+with_day as (
+    select *, floor(epoch(started_at) / 86400)::bigint as run_day from priced
 ),
 with_to as (
-    select o.*, q.units_per_usd as to_units_per_usd
-    from with_from o
-    asof left join fx_to_rates q on o.started_at >= q.rate_at
+    select o.*, ff.units_per_usd as from_units_per_usd, ft2.units_per_usd as to_units_per_usd
+    from with_day o
+    left join fx_days ff on ff.currency = o.price_currency and ff.day = o.run_day
+    left join fx_days ft2 on ft2.currency = $currency and ft2.day = o.run_day
 ),
 final as (
     select target, preset, started_at, environment_id, tokens_per_s, mfu, kwh_per_mtok, scaling_efficiency,
