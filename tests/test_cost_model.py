@@ -162,3 +162,15 @@ def test_history_flags_runs_priced_by_a_stale_price(tmp_path):
     stale = cost.cost_history(con, bucket="month", until=AS_OF, stale_after_days=1.5)
     assert fresh["price_stale"].to_list() == [False, False]
     assert stale["price_stale"].to_list() == [True, True]
+
+
+def test_checkpoint_interval_sets_f_on_the_command_line(tmp_path):
+    path = tmp_path / "w.duckdb"
+    con = warehouse(path)
+    _hand_worked(con)
+    con.close()
+    # checkpoints every 10% of the job: f = 0.05; R_A = 1 + 0.05 * 0.2/0.8 = 1.0125
+    got = CliRunner().invoke(app, ["gap", "A", "B", "--json", "--checkpoint-every", "0.1", "--as-of",
+                                   AS_OF.isoformat(), "--warehouse", str(path)])
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.output)["components"]["a"]["R"] == pytest.approx(1.0125)

@@ -49,6 +49,13 @@ def _billing(text: str) -> Optional[str]:
     return None if text == "target" else text
 
 
+def _lost_fraction(stats, checkpoint_every: Optional[float], f: float) -> float:
+    try:
+        return stats.lost_fraction(checkpoint_every, f)
+    except ValueError as e:
+        raise UserError(f"--checkpoint-every: {e}") from None
+
+
 def _pct(x: float) -> str:
     return f"{x:+.1%}"
 
@@ -79,6 +86,8 @@ def gap_cmd(
     currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
     f: float = typer.Option(0.5, "--f", help="Fraction of an attempt's work lost per failure (c/2 with "
                             "checkpoints every c of the job)."),
+    checkpoint_every: Optional[float] = typer.Option(None, "--checkpoint-every", help="Checkpoint interval as a "
+                                                     "fraction c of the job: sets f = c/2 (overrides --f)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Workload preset (default: the shared one with "
                                          "the most runs)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="End of the window (default: now)."),
@@ -89,10 +98,11 @@ def gap_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Effective cost per 1M tokens of A and B, the gap, its interval, and what it is made of."""
-    from tasks import cost
+    from tasks import cost, stats
     from tasks.pricing.base import utc
     from warehouse.db import reading
 
+    f = _lost_fraction(stats, checkpoint_every, f)
     with reading(warehouse_path(warehouse)) as con:
         if between or and_:
             if not (between and and_):
@@ -125,13 +135,17 @@ def targets_cmd(
     billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
     currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
     f: float = typer.Option(0.5, "--f", help="Fraction of an attempt's work lost per failure."),
+    checkpoint_every: Optional[float] = typer.Option(None, "--checkpoint-every", help="Checkpoint interval as a "
+                                                     "fraction c of the job: sets f = c/2 (overrides --f)."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Current effective cost per 1M tokens per (target, preset), cheapest first."""
+    from tasks import stats
     from tasks.cost import COLUMNS, cost_table
     from warehouse.db import reading
 
+    f = _lost_fraction(stats, checkpoint_every, f)
     with reading(warehouse_path(warehouse)) as con:
         frame = cost_table(con, window_days=parse_window(window), billing=_billing(billing), currency=currency, f=f)
     rows = frame.select(COLUMNS).to_dicts()
