@@ -253,6 +253,9 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     since = (latest or datetime.now().astimezone()) - timedelta(weeks=cfg.history_weeks)
 
     tiers_res, tiers_note = _optional("tasks.cost", "tier_recommendations", con, billing=cfg.billing, currency=cfg.currency)
+    if tiers_note and "not available" in tiers_note:  # the pricing area keeps it in tasks.cost_derived
+        tiers_res, tiers_note = _optional("tasks.cost_derived", "tier_recommendations", con, billing=cfg.billing,
+                                          currency=cfg.currency)
     hist_res, hist_note = _optional("tasks.cost", "cost_history", con, bucket="week", billing=cfg.billing,
                                     currency=cfg.currency, since=since)
     has_prices = _table_exists(con, "prices")

@@ -150,11 +150,7 @@ def overview(data: ReportData) -> Page:
     p.h2("Headline: effective cost per 1M tokens")
     p.card(_section(data.cost, headline, "priced runs"))
     p.h2("Recommendation by model-size tier")
-    p.card(_section(data.tiers, lambda: table(
-        [("tier", "Tier"), ("target", "Target"), ("preset", "Measured on"), ("cost_per_mtok", "Cost / 1M tok"),
-         ("fits", "Fits"), ("assumed", "Assumed"), ("reason", "Why")],
-        [dict(r, target=_target_link(r["target"]) if r.get("target") else None) for r in data.tiers.rows],
-        numeric=("cost_per_mtok",)), "tier recommendations"))
+    p.card(_section(data.tiers, lambda: _tiers(data.tiers.rows), "tier recommendations"))
     p.h2("Throughput shifts found (change-point test)")
     p.card(_section(data.changes, lambda: changes_table(data.changes.rows), "significant change-point findings"))
     p.h2("Targets")
@@ -166,6 +162,23 @@ def overview(data: ReportData) -> Page:
         numeric=("gpu_count", "runs", "runs_ok", "runs_labelled")),
         "targets"))
     return p
+
+
+def _tiers(rows: Rows) -> str:
+    """Per model-size tier: the cheapest target that fits (highlighted), then the others, with why."""
+    shown = []
+    for r in rows:
+        tier = Raw(f"{esc(r.get('tier'))} " + (str(badge("recommended", "good")) if r.get("recommended") else ""))
+        shown.append(dict(
+            r, tier=tier, target=_target_link(r["target"]) if r.get("target") else None,
+            fits=badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False else None,
+            assumed=badge("assumed", "warn") if r.get("assumed") else "measured",
+            _rec=r.get("recommended")))
+    return ('<p>Cost per 1M tokens at each tier\'s representative model size, from the measured throughput and MFU; '
+            '"assumed" marks figures that were scaled rather than measured.</p>' + table(
+                [("tier", "Tier"), ("target", "Target"), ("preset", "Measured on"), ("mode", "Mode"), ("gpus", "GPUs"),
+                 ("cost_per_mtok", "Cost / 1M tok"), ("fits", "Memory"), ("assumed", "Basis"), ("reason", "Why")],
+                shown, numeric=("gpus", "cost_per_mtok"), row_class=lambda r: "base" if r.get("_rec") else ""))
 
 
 def changes_table(rows: Rows, limit: int = 30) -> str:
