@@ -24,4 +24,4 @@ final as (
     from r
     where prev_env is not null and environment_id <> prev_env
 )
-select * from final where change <> '' and changed_at >= $since order by changed_at desc limit $limit
+select * from final where change <> '' and changed_at >= $since order by changed_at desc, target limit $limit

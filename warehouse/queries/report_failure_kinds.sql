@@ -9,4 +9,4 @@ final as (
     from f
     group by target, error_kind
 )
-select * from final order by target, failures desc
+select * from final order by target, failures desc, error_kind

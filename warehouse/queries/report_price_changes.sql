@@ -16,4 +16,4 @@ final as (
     from periods
     where previous_price is not null
 )
-select * from final order by changed_at
+select * from final order by changed_at, target

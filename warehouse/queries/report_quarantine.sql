@@ -5,6 +5,6 @@ with q as (
     from quarantine
 ),
 final as (
-    select *, count(*) over () as total from q order by quarantined_at desc limit $limit
+    select *, count(*) over () as total from q order by quarantined_at desc, bundle_id limit $limit
 )
 select * from final

@@ -14,7 +14,7 @@ f as (
 ranked as (
     select r.target, r.run_id, r.profile, r.status, r.started_at, r.finished_at, r.environment_id,
            r.origin_kind, r.probe_version,
-           row_number() over (partition by r.target order by r.started_at desc) as rn,
+           row_number() over (partition by r.target order by r.started_at desc, r.run_id) as rn,
            count(*) over (partition by r.target) as total
     from runs r
 ),
@@ -27,4 +27,4 @@ final as (
     left join provenance p on p.scope = 'run' and p.key = k.run_id
     where k.rn <= $limit
 )
-select * from final order by target, started_at desc
+select * from final order by target, started_at desc, run_id

@@ -11,7 +11,7 @@ with flagged as (
 final as (
     select *, count(*) over () as total
     from flagged
-    order by started_at desc
+    order by started_at desc, run_id, benchmark, metric
     limit $limit
 )
 select * from final
