@@ -11,51 +11,35 @@ table, change points, per-target outcome) and a link artifact `costgap-report` t
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import settings
-from tasks.summary import HEADLINE_COLUMNS, frame_markdown, frame_text
-
-
-def _optional(module: str, name: str):
-    """A part another helper owns, or None with a warning while it does not exist yet."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ModuleNotFoundError, AttributeError) as e:
-        get_run_logger().warning("skipping %s.%s: not available (%s)", module, name, e)
-        return None
+from tasks.summary import HEADLINE_COLUMNS, findings_markdown, frame_markdown, frame_text
 
 
 @task(name="build-site", cache_policy=NO_CACHE)
-def build_site(warehouse: str, site: str) -> str | None:
-    fn = _optional("reports.site", "build_site")
-    return fn(warehouse, site) if fn else None
+def build_site(warehouse: str, site: str) -> str:
+    from reports.site import build_site as build
+
+    return build(warehouse, site)
 
 
 @task(name="headline", cache_policy=NO_CACHE)
 def headline(warehouse: str) -> dict:
-    """The cost table and change-point findings, as text and markdown."""
+    """The cost table and the significant change points, as text and markdown."""
+    from tasks.changepoint import detect
+    from tasks.cost import cost_table
     from warehouse.db import reading
 
-    cost_table = _optional("tasks.cost", "cost_table")
-    detect = _optional("tasks.changepoint", "detect")
-    out = {"headline": "(cost table not available)", "headline_md": "_cost table not available_",
-           "changes_md": "_change-point detection not available_", "changes": 0}
     with reading(warehouse) as con:
-        if cost_table:
-            df = cost_table(con)
-            out["headline"] = frame_text(df, HEADLINE_COLUMNS)
-            out["headline_md"] = frame_markdown(df, HEADLINE_COLUMNS)
-        if detect:
-            found = detect(con)
-            out["changes"] = len(found)
-            out["changes_md"] = frame_markdown(found) if len(found) else "_no change points_"
-    return out
+        df = cost_table(con)
+        found = detect(con)
+    return {"headline": frame_text(df, HEADLINE_COLUMNS), "headline_md": frame_markdown(df, HEADLINE_COLUMNS),
+            "changes": len(found), "changes_md": findings_markdown(found)}
 
 
 def _link(index: str) -> str:

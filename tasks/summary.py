@@ -49,3 +49,10 @@ def frame_markdown(df, columns: Iterable[str] | None = None) -> str:
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     out += ["| " + " | ".join(esc(x) for x in r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def findings_markdown(findings: list[dict]) -> str:
+    """Change-point findings (tasks.changepoint.detect) as a bullet list of their summaries."""
+    if not findings:
+        return "_no significant change points_"
+    return "\n".join(f"- **{f.get('target')}** / {f.get('preset')}: {f.get('summary')}" for f in findings)
