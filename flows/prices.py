@@ -27,29 +27,31 @@ def fetch(name: str, replay: str | None) -> list:
 
 
 @task(name="land-prices", cache_policy=NO_CACHE)
-def land(warehouse: str, name: str, rows: list) -> dict:
-    return sources.land_named(warehouse, name, rows)
+def land(warehouse: str, name: str, rows: list, results: str) -> dict:
+    return sources.land_named(warehouse, name, rows, results)
 
 
 @task(name="land-price-file", cache_policy=NO_CACHE)
-def land_file(warehouse: str, path: str, fmt: str) -> dict:
-    return sources.land_catalog(warehouse, path, fmt)
+def land_file(warehouse: str, path: str, fmt: str, results: str) -> dict:
+    return sources.land_catalog(warehouse, path, fmt, results)
 
 
 @flow(name="prices")
 def refresh_prices(names: list[str] | None = None, catalogs: list[str] | None = None, catalog_format: str = "skypilot",
-                   warehouse: str | None = None, replay: str | None = None) -> list[dict]:
-    """Refresh prices: every named source (default: azure-gpu), then every catalog file."""
-    wh = settings.warehouse_path(warehouse)
+                   warehouse: str | None = None, results: str | None = None,
+                   replay: str | None = None) -> list[dict]:
+    """Refresh prices: every named source (default: azure-gpu), then every catalog file.
+    Each import is archived in the results store, so `costgap rebuild` can replay the price book."""
+    wh, store = settings.warehouse_path(warehouse), settings.results_url(results)
     ensure_write_limit()
     done = []
     for name in names if names is not None else ["azure-gpu"]:
         rows = fetch(name, replay)
         with concurrency(WRITE_LIMIT, occupy=1, strict=True):
-            done.append(land(wh, name, rows))
+            done.append(land(wh, name, rows, store))
     for path in catalogs or []:
         with concurrency(WRITE_LIMIT, occupy=1, strict=True):
-            done.append(land_file(wh, path, catalog_format))
+            done.append(land_file(wh, path, catalog_format, store))
     create_markdown_artifact(key="costgap-prices", markdown=sources.summaries_markdown(done),
                              description="price book refresh: what each source changed")
     return done

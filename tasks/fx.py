@@ -61,12 +61,11 @@ def read_fx_csv(path: str) -> list[tuple[str, date, float, str, str]]:
     return out
 
 
-def import_fx(con: duckdb.DuckDBPyConnection, path: str) -> dict:
-    """Land dated rates; an existing (currency, date) with another rate is rejected naming both."""
-    rows = read_fx_csv(path)
+def insert_rates(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> dict:
+    """Land validated rates; an existing (currency, date) with another rate is rejected naming both."""
     have = {(c, d): (r, s) for c, d, r, s in con.execute(
         "select currency, rate_date, units_per_usd, source from fx_rates").fetchall()}
-    new, same, seen = [], 0, {}
+    new, same, seen = {}, 0, {}
     for cur, day, rate, source, where in rows:
         key = (cur, day)
         if key in seen and seen[key][0] != rate:
@@ -77,17 +76,22 @@ def import_fx(con: duckdb.DuckDBPyConnection, path: str) -> dict:
                 raise FxError(f"{where}: {cur} {day} = {rate} conflicts with the stored rate {have[key][0]} "
                               f"(from {have[key][1]})")
             same += 1
-        elif all(k != key for k, *_ in new):
-            new.append((key, rate, source))
+        else:
+            new[key] = (rate, source)
     con.execute("begin transaction")
     try:
-        for (cur, day), rate, source in new:
+        for (cur, day), (rate, source) in new.items():
             con.execute("insert into fx_rates values (?, ?, ?, ?)", [cur, day, rate, source])
         con.execute("commit")
     except Exception:
         con.execute("rollback")
         raise
-    return {"file": str(path), "rows": len(rows), "new": len(new), "unchanged": same}
+    return {"rows": len(rows), "new": len(new), "unchanged": same}
+
+
+def import_fx(con: duckdb.DuckDBPyConnection, path: str) -> dict:
+    """Land the dated rates of an FX CSV file (see read_fx_csv)."""
+    return {"file": str(path), **insert_rates(con, read_fx_csv(path))}
 
 
 def rate(con: duckdb.DuckDBPyConnection, currency: str, on: date) -> float:

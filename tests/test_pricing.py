@@ -198,3 +198,31 @@ def test_shipped_example_books_and_rates_import(tmp_path):
         s = import_source(con, PriceBookFile(str(path)))
         assert s.rows_new > 0
     assert not con.execute("select count(*) from prices where source = ''").fetchall()[0][0]
+
+
+def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from tasks.pricing import replay_imports
+
+    wh, results = str(tmp_path / "w.duckdb"), str(tmp_path / "results")
+    changed = tmp_path / "lambda-vms.csv"
+    text = LAMBDA.read_text().splitlines(keepends=True)
+    text[239] = text[239].replace(",3.29,", ",2.99,")
+    changed.write_text("".join(text))
+    runner = CliRunner()
+    for args in (["prices", "import", str(LAMBDA), "--format", "skypilot", "--effective-from", "2026-01-01"],
+                 ["prices", "import", str(LAMBDA), "--format", "skypilot", "--effective-from", "2026-01-01"],
+                 ["prices", "import", str(changed), "--format", "skypilot", "--effective-from", "2026-02-01"],
+                 ["prices", "import", str(Path(__file__).parent.parent / "deploy" / "fx_rates.csv"), "--format", "fx"]):
+        got = runner.invoke(app, [*args, "--warehouse", wh, "--results", results])
+        assert got.exit_code == 0, got.output
+    assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl"))) == 3  # the repeat is not archived
+    con = warehouse(wh)
+    fresh = warehouse(tmp_path / "rebuilt.duckdb")
+    assert replay_imports(fresh, results).startswith("2 price imports (324 periods), 1 FX files")
+    strip = "select * exclude (import_id) from {} order by all"
+    assert fresh.execute(strip.format("prices")).fetchall() == con.execute(strip.format("prices")).fetchall()
+    assert fresh.execute("select * from fx_rates order by all").fetchall() == con.execute(
+        "select * from fx_rates order by all").fetchall()

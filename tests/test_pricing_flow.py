@@ -20,6 +20,7 @@ def test_refresh_flow_lands_then_changes_nothing(prefect_harness, tmp_path):
 
     wh = str(tmp_path / "w.duckdb")
     kwargs = dict(names=["azure-gpu"], catalogs=[str(FIXTURES / "skypilot" / "lambda-vms.csv")], warehouse=wh,
+                  results=str(tmp_path / "results"),
                   replay=str(FIXTURES / "azure"))
     first = refresh_prices(**kwargs)
     assert [(s["source_kind"], s["rows_new"]) for s in first] == [("azure", 5), ("skypilot", 323)]
@@ -28,3 +29,4 @@ def test_refresh_flow_lands_then_changes_nothing(prefect_harness, tmp_path):
     con = warehouse(wh)
     assert con.execute("select count(*) from prices").fetchall() == [(328,)]
     assert con.execute("select count(*) from price_imports").fetchall() == [(3,)]  # azure twice, catalog once
+    assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl"))) == 3  # every distinct import archived

@@ -17,11 +17,17 @@ from typing import Optional
 import typer
 
 from flows.errors import UserError
-from flows.settings import warehouse_path
+from flows.settings import results_url, warehouse_path
 
 prices_app = typer.Typer(help="The price book (dated, sourced prices) and FX rates.", no_args_is_help=True)
 FORMATS = ("csv", "yaml", "skypilot", "fx")
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
+RESULTS_HELP = ("Results store the import is archived in, so `costgap rebuild` can replay it (default: "
+                "$COSTGAP_RESULTS, then ./results).")
+
+
+def _fetched(rows) -> datetime:
+    return max((r.fetched_at for r in rows), default=None) or datetime.now().astimezone()
 
 
 def _when(text: Optional[str], name: str) -> Optional[datetime]:
@@ -41,10 +47,12 @@ def import_cmd(
     effective_from: Optional[str] = typer.Option(None, "--effective-from", help="SkyPilot only: when the "
                                                  "catalog's prices took effect (default: the file's mtime)."),
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
+    results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
     """Land a price file: unchanged prices change nothing, a changed price opens a new period."""
     from tasks import fx
-    from tasks.pricing import import_source
+    from tasks.pricing.archive import archive_fx, archive_prices
+    from tasks.pricing.book import import_fetched
     from tasks.pricing.pricebook_file import PriceBookFile
     from tasks.pricing.skypilot import SkyPilotCatalog
     from warehouse.db import writing
@@ -52,14 +60,18 @@ def import_cmd(
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "fx":
+        rows = fx.read_fx_csv(file)
         with writing(warehouse_path(warehouse)) as con:
-            got = fx.import_fx(con, file)
-        typer.echo(f"fx {got['file']}: {got['rows']} rates, {got['new']} new, {got['unchanged']} unchanged")
+            got = fx.insert_rates(con, rows)
+        archive_fx(results_url(results), rows, got["new"])
+        typer.echo(f"fx {file}: {got['rows']} rates, {got['new']} new, {got['unchanged']} unchanged")
         return
     source = (SkyPilotCatalog(file, provider, _when(effective_from, "effective-from")) if fmt == "skypilot"
               else PriceBookFile(file, fmt))
+    rows = source.fetch()
     with writing(warehouse_path(warehouse)) as con:
-        summary = import_source(con, source)
+        summary = import_fetched(con, source, rows)
+    archive_prices(results_url(results), summary, rows, _fetched(rows))
     typer.echo(summary.as_text())
     skipped = getattr(source, "skipped", 0)
     if skipped:
@@ -72,8 +84,10 @@ def refresh_cmd(
     replay: Optional[str] = typer.Option(None, "--replay", help="Serve recorded responses from this directory "
                                          "(index.json + pages) instead of the network."),
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
+    results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
     """Fetch a public price API (no credentials) and land what changed."""
+    from tasks.pricing.archive import archive_prices
     from tasks.pricing.book import import_fetched
     from tasks.pricing.http import ReplayClient, UrllibClient
     from tasks.pricing.sources import build_source
@@ -83,6 +97,7 @@ def refresh_cmd(
     rows = src.fetch()  # the network part, before the warehouse is locked
     with writing(warehouse_path(warehouse)) as con:
         summary = import_fetched(con, src, rows)
+    archive_prices(results_url(results), summary, rows, _fetched(rows))
     typer.echo(summary.as_text())
     for reason, n in sorted(getattr(src, "skipped", {}).items()):
         typer.echo(f"  skipped {n} items: {reason}")

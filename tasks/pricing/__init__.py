@@ -6,9 +6,12 @@
 - book: import_rows / import_source land rows as never-overlapping periods (price_imports log)
 - pricebook_file (CSV/YAML), skypilot (v7 vms.csv), azure (Retail Prices API): the plug-ins
 - sources: named refresh recipes; http: injected clients (live urllib, recorded replay)
+- archive: every import kept in the results store (_prices/*.jsonl); replay_imports rebuilds the book
 """
 
+from tasks.pricing.archive import replay_imports
 from tasks.pricing.base import PriceError, PriceRow, PriceSource
 from tasks.pricing.book import ImportSummary, import_rows, import_source
 
-__all__ = ["ImportSummary", "PriceError", "PriceRow", "PriceSource", "import_rows", "import_source"]
+# replay_imports(con, results_url) -> str: `costgap rebuild` (tasks/replay.py) replays archived imports
+__all__ = ["ImportSummary", "PriceError", "PriceRow", "PriceSource", "import_rows", "import_source", "replay_imports"]

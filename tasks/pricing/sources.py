@@ -49,28 +49,30 @@ def fetch_named(name: str, replay: str | None = None) -> list:
     return build_source(name, ReplayClient(replay) if replay else UrllibClient()).fetch()
 
 
-def land_named(warehouse: str, name: str, rows: list) -> dict:
-    """Land rows fetched from a named source through a short-lived writer connection."""
+def _land(warehouse: str, src, rows: list, results: str | None) -> dict:
+    from tasks.pricing.archive import archive_prices
     from tasks.pricing.book import import_fetched
     from warehouse.db import writing
 
-    src = build_source(name, client=None)  # not fetched again: only its name and location are used
     with writing(warehouse) as con:
         s = import_fetched(con, src, rows)
-    return {**s.__dict__, "text": s.as_text()}
+    archived = archive_prices(results, s, rows, max((r.fetched_at for r in rows), default=datetime.now())) \
+        if results else None
+    return {**s.__dict__, "text": s.as_text(), "archived": archived}
 
 
-def land_catalog(warehouse: str, path: str, fmt: str = "skypilot") -> dict:
-    """Land a price file (a synced SkyPilot catalog, a CSV/YAML book)."""
-    from tasks.pricing.book import import_source
+def land_named(warehouse: str, name: str, rows: list, results: str | None = None) -> dict:
+    """Land rows fetched from a named source (short-lived writer); archive them in `results`."""
+    return _land(warehouse, build_source(name, client=None), rows, results)  # client unused: no refetch
+
+
+def land_catalog(warehouse: str, path: str, fmt: str = "skypilot", results: str | None = None) -> dict:
+    """Land a price file (a synced SkyPilot catalog, a CSV/YAML book); archive it in `results`."""
     from tasks.pricing.pricebook_file import PriceBookFile
     from tasks.pricing.skypilot import SkyPilotCatalog
-    from warehouse.db import writing
 
     src = SkyPilotCatalog(path) if fmt == "skypilot" else PriceBookFile(path, fmt)
-    with writing(warehouse) as con:
-        s = import_source(con, src)
-    return {**s.__dict__, "text": s.as_text()}
+    return _land(warehouse, src, src.fetch(), results)
 
 
 def summaries_markdown(summaries: list[dict]) -> str:
