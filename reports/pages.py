@@ -118,6 +118,8 @@ def overview(data: ReportData) -> Page:
 
     labelled = {t["target"]: t["runs_labelled"] for t in data.targets if t.get("runs_labelled")}
 
+    base_presets = {r.get("preset") for r in data.cost.rows if r.get("is_baseline")}
+
     def headline() -> str:
         rows = []
         for r in data.cost.rows:
@@ -130,7 +132,9 @@ def overview(data: ReportData) -> Page:
                 "target": name, "preset": r.get("preset"),
                 "cost": r.get("cost_per_mtok"),
                 "interval": Raw(f"{fmt(lo)} – {fmt(hi)}") if lo is not None else None,
-                "gap": badge("baseline", "good") if r.get("is_baseline") else _pct(r.get("gap")),
+                "gap": badge("baseline", "good") if r.get("is_baseline") else (
+                    _pct(r["gap"]) if r.get("gap") is not None else
+                    Raw('<span class="empty">no shared preset</span>') if r.get("preset") not in base_presets else None),
                 "price": Raw(f"{fmt(r.get('price_per_hour'))} {esc(r.get('currency') or '')}/h") if r.get("price_per_hour") is not None else badge("no price", "warn"),
                 "age": Raw(_age(r.get("price_age_days")) + (" " + str(badge("stale", "warn")) if stale else ""))
                 if r.get("price_age_days") is not None else None,
