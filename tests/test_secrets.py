@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
 import time
@@ -113,5 +114,13 @@ def test_compare_flow_logs_hold_no_secret(tmp_path):
     assert "Beginning flow run" in r.stderr + r.stdout  # INFO logs were written, and searched
     assert SECRET not in r.stdout + r.stderr
     assert _grep_tree(tmp_path / "prefect-home") == []  # API logs, artifacts, flow run state
+    db = sqlite3.connect(tmp_path / "prefect-home" / "prefect.db")
+    try:
+        assert db.execute("select count(*) from log").fetchall()[0][0] > 0
+        assert db.execute("select count(*) from log where message like ?", [f"%{SECRET}%"]).fetchall() == [(0,)]
+        assert db.execute("select count(*) from artifact where cast(data as text) like ?",
+                          [f"%{SECRET}%"]).fetchall() == [(0,)]
+    finally:
+        db.close()
     assert _grep_warehouse(tmp_path / "wh.duckdb") == []
     assert _grep_tree(tmp_path / "site") == [] and _grep_tree(tmp_path / "results") == []
