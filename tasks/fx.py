@@ -32,7 +32,7 @@ def read_fx_csv(path: str) -> list[tuple[str, date, float, str, str]]:
     if not p.is_file():
         raise FxError(f"{p}: no such FX rates file")
     out = []
-    with p.open(newline="", encoding="utf-8") as fh:
+    with p.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         need = ("currency", "rate_date", "units_per_usd", "source")
         absent = [c for c in need if c not in (reader.fieldnames or [])]

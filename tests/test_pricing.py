@@ -158,6 +158,9 @@ def test_csv_and_yaml_price_books(tmp_path):
                     "a,b,c,on_demand,USD,1.0,2026-01-01,\n")
     with pytest.raises(PriceError, match=r"book.csv:2: field 'source' is missing"):
         PriceBookFile(str(book)).fetch()
+    book.write_bytes("\ufeffprovider,region,instance_type,billing_mode,currency,price,effective_from,source\n"
+                     "a,b,c,on_demand,USD,1.0,2026-01-01,spreadsheet export\n".encode())  # a BOM, as Excel writes
+    assert PriceBookFile(str(book)).fetch()[0].provider == "a"
     yml = tmp_path / "book.yaml"
     yml.write_text("source: contract 7 (2026-01)\nprovider: tencent\nrows:\n"
                    "  - {region: ap-shanghai, instance_type: GN10Xp.2XLARGE40, billing_mode: yearly, currency: CNY,"
@@ -219,6 +222,8 @@ def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
         got = runner.invoke(app, [*args, "--warehouse", wh, "--results", results])
         assert got.exit_code == 0, got.output
     assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl"))) == 3  # the repeat is not archived
+    listing = runner.invoke(app, ["prices", "list", "--all", "--warehouse", wh]).output
+    assert "lambda/europe-central-1/gpu_1x_h100_sxm5 on_demand: 3.2900 USD/h (3.29/hour) 2026-01-01..2026-02-01" in listing
     con = warehouse(wh)
     fresh = warehouse(tmp_path / "rebuilt.duckdb")
     assert replay_imports(fresh, results).startswith("2 price imports (324 periods), 1 FX files")

@@ -79,7 +79,7 @@ class PriceBookFile:
         if self.fmt != "csv":
             raise PriceError(f"{path}: format {self.fmt!r}: expected csv or yaml")
         rows: list[PriceRow] = []
-        with path.open(newline="", encoding="utf-8") as fh:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             header = reader.fieldnames or []
             absent = [c for c in REQUIRED if c not in header]

@@ -53,7 +53,7 @@ class SkyPilotCatalog:
         start = (self.effective_from or fetched).astimezone(timezone.utc)
         rows: list[PriceRow] = []
         self.skipped = 0
-        with path.open(newline="", encoding="utf-8") as fh:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             absent = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
             if absent:
