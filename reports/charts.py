@@ -20,7 +20,7 @@ Rows = list[dict[str, Any]]
 
 
 def _clean(rows: Rows, keep: tuple[str, ...]) -> Rows:
-    """Only the needed columns; datetimes as ISO strings; non-finite floats as null."""
+    """Only the needed columns; datetimes as ISO strings; floats rounded, non-finite ones as null."""
     out = []
     for r in rows:
         row = {}
@@ -28,8 +28,8 @@ def _clean(rows: Rows, keep: tuple[str, ...]) -> Rows:
             v = r.get(k)
             if isinstance(v, (datetime, date)):
                 v = v.isoformat()
-            elif isinstance(v, float) and not math.isfinite(v):
-                v = None
+            elif isinstance(v, float):  # 6 significant digits: smaller pages, and identical specs for
+                v = float(f"{v:.6g}") if math.isfinite(v) else None  # identical data (float noise dropped)
             row[k] = v
         out.append(row)
     return out

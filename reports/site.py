@@ -31,7 +31,8 @@ import fsspec
 import vl_convert as vlc
 
 from reports.data import ReportConfig, ReportData, load
-from reports.pages import ASSET_JS, all_pages, render
+from reports.page import ASSET_JS, render
+from reports.pages import all_pages
 
 log = logging.getLogger(__name__)
 

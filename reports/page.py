@@ -1,0 +1,132 @@
+"""Page building blocks shared by every report page: the Page, its HTML shell, and common tables.
+
+    python -c "from reports.page import slug; print(slug('<script>alert(1)</script>'))"
+
+Every value is escaped (reports.html). Charts are Vega-Lite dicts placed in one JSON block per page
+and drawn by the shared local assets/vega.js; each chart also links its PNG and SVG export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable
+
+from reports.data import ReportData, Rows, Section
+from reports.html import Raw, badge, empty, esc, link, script_json, table
+from reports.theme import CSS
+
+NAV = [("index.html", "Overview"), ("over-time.html", "Over time"), ("why.html", "Why it moved"),
+       ("hardware.html", "Hardware efficiency"), ("reliability.html", "Reliability"), ("quality.html", "Data quality")]
+ASSET_JS = "assets/vega.js"
+_EMBED = """
+(function(){var specs=JSON.parse(document.getElementById('chart-specs').textContent);
+Object.keys(specs).forEach(function(id){var el=document.getElementById('c-'+id);
+vegaEmbed(el,specs[id],{actions:false,renderer:'svg'}).then(function(){el.setAttribute('data-rendered','1');})
+.catch(function(e){el.setAttribute('data-error',String(e));console.error('chart '+id+': '+e);});});})();
+"""
+
+
+def slug(target: str) -> str:
+    """A file-safe, collision-free page name for any (free-text) target id."""
+    base = re.sub(r"[^a-z0-9]+", "-", str(target).lower()).strip("-")[:40] or "target"
+    return f"target-{base}-{hashlib.sha1(str(target).encode()).hexdigest()[:8]}.html"
+
+
+@dataclass
+class Page:
+    filename: str
+    title: str
+    lede: str
+    parts: list[str] = field(default_factory=list)
+    charts: dict[str, dict] = field(default_factory=dict)
+
+    def h2(self, text: str) -> None:
+        self.parts.append(f"<h2>{esc(text)}</h2>")
+
+    def card(self, html: str) -> None:
+        self.parts.append(f'<section class="card">{html}</section>')
+
+    def chart(self, chart_id: str, build: Callable[[], dict], caption: str = "") -> str:
+        self.charts[chart_id] = build()
+        cap = f"<div class=\"exports\">{esc(caption)} " if caption else '<div class="exports">'
+        return (f'<div class="chart" id="c-{esc(chart_id)}" role="img" aria-label="{esc(caption or chart_id)}"></div>'
+                f'{cap}Export: <a href="charts/{esc(chart_id)}.png">PNG</a> · '
+                f'<a href="charts/{esc(chart_id)}.svg">SVG</a></div>')
+
+
+def render(page: Page, data: ReportData) -> str:
+    here = page.filename
+    nav = "".join(f'<a href="{h}" class="{"here" if h == here else ""}">{esc(t)}</a>' for h, t in NAV)
+    specs = script_json(page.charts)
+    scripts = (f'<script src="{ASSET_JS}"></script><script type="application/json" id="chart-specs">{specs}</script>'
+               f"<script>{_EMBED}</script>") if page.charts else ""
+    return (
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{esc(page.title)} · costgap</title><style>{CSS}</style></head><body>"
+        f"<header><span class=\"brand\">costgap</span><nav>{nav}</nav></header><main>"
+        f"<h1>{esc(page.title)}</h1><p class=\"lede\">{esc(page.lede)}</p>"
+        f"{_provenance_banner(data)}{''.join(page.parts)}</main>"
+        f"<footer>Generated {esc(data.generated_at.strftime('%Y-%m-%d %H:%M %Z'))} from the costgap warehouse. "
+        "Bundles are the source of truth; every figure here is derived from them.</footer>"
+        f"{scripts}</body></html>"
+    )
+
+
+_SCOPES = {"run": "run(s)", "price_import": "price import(s)", "target": "target description(s)"}
+
+
+def _provenance_banner(data: ReportData) -> str:
+    if not data.provenance.rows:
+        return ""
+    items = "".join(f"<li><b>{esc(r['label'].capitalize())}: {esc(r['items'])} {esc(_SCOPES.get(r['scope'], r['scope']))}</b>"
+                    f" — {esc(r['note'])}</li>" for r in data.provenance.rows)
+    return f'<div class="banner"><b>Not everything here was measured.</b><ul>{items}</ul></div>'
+
+
+def _section(sec: Section, html: Callable[[], str], what: str) -> str:
+    if sec.note:
+        return empty(sec.note)
+    if not sec.rows:
+        return empty(f"no data yet: no {what} in this warehouse")
+    return html()
+
+
+def _target_link(t: Any) -> Raw:
+    return link(slug(t), t)
+
+
+def _pct(v: Any, digits: int = 1) -> Any:
+    return None if v is None else Raw(esc(f"{v * 100:+.{digits}f}%"))
+
+
+def changes_table(rows: Rows, limit: int = 30) -> str:
+    """Change-point findings (tasks.changepoint.detect): size, confidence and what changed at that point."""
+    shown = []
+    for r in rows[-limit:][::-1]:
+        changed = r.get("changed") or []
+        what = "; ".join(f"{c.get('field')} {c.get('before')} → {c.get('after')}" for c in changed if isinstance(c, dict))
+        lo, hi = r.get("shift_lo"), r.get("shift_hi")
+        at = r.get("at")
+        if isinstance(at, str):
+            try:
+                at = datetime.fromisoformat(at)
+            except ValueError:
+                pass
+        shown.append({
+            "at": at, "target": _target_link(r["target"]) if r.get("target") else None, "preset": r.get("preset"),
+            "shift": badge(f"{r['shift'] * 100:+.1f}%", "bad" if r["shift"] < 0 else "good") if r.get("shift") is not None else None,
+            "ci": Raw(f"{_pct(lo)} … {_pct(hi)}") if lo is not None and hi is not None else None,
+            "p_value": r.get("p_value"), "confidence": r.get("confidence"), "changed": what or r.get("summary"),
+            "n": Raw(f"{esc(r.get('runs_before'))} / {esc(r.get('runs_after'))}"),
+        })
+    more = f'<p class="empty">newest {limit} of {len(rows)} shown</p>' if len(rows) > limit else ""
+    return table([("at", "At"), ("target", "Target"), ("preset", "Preset"), ("shift", "Tokens/s shift"),
+                  ("ci", "90% interval"), ("p_value", "p"), ("confidence", "Confidence"),
+                  ("changed", "Environment change at that point"), ("n", "Runs before / after")],
+                 shown, numeric=("shift", "ci", "p_value", "confidence", "n")) + more
+
+
