@@ -34,6 +34,7 @@ import duckdb
 import fsspec
 
 from tasks.bundle import FUTURE_SKEW, MAX_BUNDLE_BYTES, BundleError, parse_bundle
+from tasks.land_attempts import record_prefect_attempts, upsert_target_stub  # noqa: F401 (interface)
 from tasks.land_frames import FrameBatch, check_ranges
 from tasks.validate import describe, validate_frames
 from warehouse.db import DEFAULT_TIMEOUT_S, writing
@@ -301,40 +302,3 @@ def land_into(warehouse: str, paths: list[str], *, source: str = "cli",
         with writing(warehouse, timeout_s=timeout_s) as con:
             summary.merge(commit(con, prepared, source=source))
     return summary
-
-
-def upsert_target_stub(con: duckdb.DuckDBPyConnection, target: str, *, gpu_model: str | None = None,
-                       gpu_count: int | None = None, first_seen: datetime | None = None) -> bool:
-    """Create a minimal targets row for an unknown target. Returns True if one was created."""
-    exists = con.execute("select count(*) from targets where target = ?", [target]).fetchall()[0][0]
-    if exists:
-        return False
-    now = datetime.now(timezone.utc)
-    con.execute(
-        "insert into targets (target, gpu_model, gpu_count, first_seen, updated_at) values (?, ?, ?, ?, ?)",
-        [target, gpu_model, gpu_count, first_seen or now, now])
-    return True
-
-
-ATTEMPT_FIELDS = ("run_id", "target", "task", "attempt", "state", "error_kind", "message",
-                  "duration_s", "started_at", "source_id")
-
-
-def record_prefect_attempts(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> int:
-    """Insert attempts seen by Prefect (source='prefect'); a row already recorded (same
-    source_id, task, attempt) is skipped, so a re-run flow adds no duplicates. Returns rows added."""
-    added = 0
-    con.execute("begin transaction")
-    try:
-        for r in rows:
-            missing = [k for k in ("target", "task", "attempt", "state") if r.get(k) is None]
-            if missing:
-                raise ValueError(f"prefect attempt row {r!r}: missing {missing}")
-            values = [r.get(k) for k in ATTEMPT_FIELDS]
-            n = con.execute(load_query("land_insert_prefect_attempt"), values).fetchall()[0][0]
-            added += n
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
-    return added
