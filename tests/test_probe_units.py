@@ -172,6 +172,9 @@ class FakeNvml:
     def nvmlDeviceGetTemperature(self, h, kind):
         return 61
 
+    def nvmlDeviceGetMaxClockInfo(self, h, kind):
+        return 1980
+
     def nvmlDeviceGetCurrentClocksEventReasons(self, h):
         return 0x4 if h == 0 else 0x1
 
@@ -192,11 +195,17 @@ def test_sampler_with_fake_nvml_conditions_energy_columns(monkeypatch):
     assert c0["sm_clock_mhz_median"] == 1575 and c0["power_w_max"] == 690.0
     assert c0["throttle_reasons"] == ["sw_power_cap"] and nvml.throttled(c0)
     assert wall.conditions()["sm_clock_mhz_min"] == 1575 and "gpu_idle" not in wall.conditions()["throttle_reasons"]
-    assert w0.throttled() is True  # sw_power_cap in every gpu0 sample
+    assert w0.throttled() is True  # sw_power_cap in every gpu0 sample, 1575 of 1980 MHz
     with nvml.Sampler(t0=time.time(), hz=100) as s1:
         with s1.window(gpus=[1]) as w1:
             time.sleep(0.03)
     assert w1.throttled() is False and w1.conditions()["throttle_reasons"] == []
+    fake = nvml._state["mod"]
+    monkeypatch.setattr(type(fake), "nvmlDeviceGetCurrentClocksEventReasons", lambda self, h: 0x4)
+    with nvml.Sampler(t0=time.time(), hz=100) as s2:
+        with s2.window(gpus=[1]) as w2:  # power-cap reason, yet the clock holds 1980 MHz
+            time.sleep(0.03)
+    assert w2.conditions()["throttle_reasons"] == ["sw_power_cap"] and w2.throttled() is False
     m = measurement("gemm", "2", "bf16_tflops", 800.0, "TFLOP/s", window=w0)
     assert m["flags"] == ["throttled"] and m["conditions"]["sm_clock_mhz_min"] == 1575
     assert w0.energy_j() == pytest.approx(1400.0)  # (3rd - 1st read) on gpu0: 2 x 700 J

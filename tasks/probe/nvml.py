@@ -39,6 +39,10 @@ THROTTLE_REASONS = frozenset(
 # A reason must hold in this share of a window's samples to flag the figure "throttled": one
 # 100 ms sample at a burst's edge must not mark it, a reason held over a fifth of it moved it.
 THROTTLED_MIN_FRACTION = 0.2
+# ... and the window's median SM clock must sit below this share of the GPU's max clock: on an
+# H200 NVML raises sw_power_cap during idle-gapped bursts while the clock holds 1965 of 1980 MHz
+# (seen 2026-12-02); a reason that cost no clock did not move the figure.
+THROTTLED_CLOCK_SHARE = 0.97
 
 _state: dict[str, Any] = {"tried": False, "ok": False, "mod": None}
 _lock = threading.Lock()
@@ -174,14 +178,23 @@ class Window:
         }
 
     def throttled(self, min_fraction: float = THROTTLED_MIN_FRACTION) -> bool | None:
-        """True when a throttle reason held in >= min_fraction of the samples (None: no NVML)."""
+        """True when a throttle reason held in >= min_fraction of the samples and the median SM
+        clock sat below THROTTLED_CLOCK_SHARE of the max clock (None: no NVML)."""
         if self._s.nv is None:
             return None
-        masks = [r["reasons"] for r in self._rows() if r["reasons"] is not None]
+        rows = self._rows()
+        masks = [r["reasons"] for r in rows if r["reasons"] is not None]
         if not masks:
             return None
         hit = sum(1 for m in masks if THROTTLE_REASONS.intersection(decode_reasons(m)))
-        return hit / len(masks) >= min_fraction
+        if hit / len(masks) < min_fraction:
+            return False
+        clocks = [r["sm_clock_mhz"] for r in rows if r["sm_clock_mhz"] is not None]
+        top = [self._s.max_clock_mhz[r["gpu"]] for r in rows
+               if r["gpu"] < len(self._s.max_clock_mhz) and self._s.max_clock_mhz[r["gpu"]]]
+        if not clocks or not top:
+            return True  # a reason held and the clock cannot be checked: say so
+        return statistics.median(clocks) < THROTTLED_CLOCK_SHARE * max(top)
 
     def energy_j(self) -> float | None:
         """Energy counter delta over the window, summed over GPUs (None if unsupported)."""
@@ -211,6 +224,8 @@ class Sampler:
         self.t0, self.period_s = float(t0), 1.0 / hz
         self.nv = _nvml()
         self.handles = handles() if self.nv else []
+        self.max_clock_mhz = [  # per GPU, for the throttled rule (None where NVML refuses)
+            _call(self.nv.nvmlDeviceGetMaxClockInfo, h, self.nv.NVML_CLOCK_SM) for h in self.handles]
         self._rows: list[dict[str, Any]] = []
         self._phase = ""
         self._lock = threading.Lock()
