@@ -10,7 +10,10 @@ reader sees the old warehouse or the new one, never a half-built one. A crash be
 leaves the old warehouse untouched (and a stray *.rebuild-* file that the next rebuild removes).
 
 Records no bundle holds are carried over from the old warehouse (CARRY_OVER): Prefect's view
-of attempts whose bundle never arrived, the compare flow's dispatch log and provenance labels.
+of attempts whose bundle never arrived, the compare flow's dispatch log, provenance labels and
+the targets.toml facts of each target. The price book is replayed from the imports the pricing
+area archives in the results store (<store>/_prices/*.jsonl); only if that replay is missing are
+the price tables carried over instead, so a rebuild never loses prices.
 """
 
 from __future__ import annotations
@@ -30,7 +33,12 @@ CARRY_OVER = (
     ("attempts", "source = 'prefect'"),
     ("dispatches", "true"),
     ("provenance", "true"),
+    ("targets", "true"),  # targets.toml facts (provider, region, ...): merged into the stubs
 )
+# The price book, carried over only while tasks.pricing offers no replay of its stored imports.
+PRICE_TABLES = ("price_imports", "prices", "fx_rates")
+TARGET_FACTS = ("provider", "region", "instance_type", "gpu_model", "gpu_count", "billing_mode",
+                "work_pool", "dispatch")
 
 
 @dataclass
@@ -40,12 +48,17 @@ class RebuildResult:
     carried: dict[str, int]  # table -> rows carried over from the old warehouse
 
 
-def _replay_prices(con, results_url: str) -> str:
+def _price_replay():
     import tasks.pricing as pricing  # owned by the pricing area
 
-    replay = getattr(pricing, "replay_imports", None)
+    return getattr(pricing, "replay_imports", None)
+
+
+def _replay_prices(con, results_url: str, carried: dict[str, int]) -> str:
+    replay = _price_replay()
     if replay is None:
-        return "prices not replayed: tasks.pricing.replay_imports is not available"
+        rows = ", ".join(f"{t} {carried.get(t, 0)}" for t in PRICE_TABLES)
+        return f"prices carried over from the old warehouse ({rows}): no tasks.pricing.replay_imports"
     return f"prices replayed: {replay(con, results_url)}"
 
 
@@ -57,15 +70,36 @@ def _carry_over(old_path: Path, timeout_s: float) -> dict:
     with writing(str(old_path), timeout_s=timeout_s) as old:
         tables = {r[0] for r in old.execute(
             "select table_name from information_schema.tables").fetchall()}
-        for table, where in CARRY_OVER:
+        wanted = list(CARRY_OVER)
+        if _price_replay() is None:
+            wanted += [(t, "true") for t in PRICE_TABLES]
+        for table, where in wanted:
             if table in tables:
                 frames[table] = old.execute(f"select * from {table} where {where}").df()
     return frames
 
 
+def _merge_targets(con, df) -> int:
+    """Old targets rows: their targets.toml facts fill the rebuilt stubs; unseen targets are added."""
+    if not len(df):
+        return 0
+    con.register("carry_targets", df)
+    try:
+        sets = ", ".join(f"{c} = coalesce(o.{c}, t.{c})" for c in TARGET_FACTS)
+        con.execute(f"update targets as t set {sets} from carry_targets as o where o.target = t.target")
+        con.execute("insert into targets by name select * from carry_targets "
+                    "where target not in (select target from targets)")
+    finally:
+        con.unregister("carry_targets")
+    return len(df)
+
+
 def _insert_frames(con, frames: dict) -> dict[str, int]:
     carried = {}
     for table, df in frames.items():
+        if table == "targets":
+            carried[table] = _merge_targets(con, df)
+            continue
         if len(df):
             con.register("carry_frame", df)
             try:
@@ -90,7 +124,7 @@ def rebuild(results_url: str, warehouse: str, *, batch_size: int = BATCH_SIZE,
         try:
             summary = land_paths(con, [results_url], source="rebuild", batch_size=batch_size)
             carried = _insert_frames(con, frames)
-            prices = _replay_prices(con, results_url)
+            prices = _replay_prices(con, results_url, carried)
             con.execute("checkpoint")
         finally:
             con.close()

@@ -132,3 +132,38 @@ def test_rebuild_cli_missing_store_leaves_warehouse(tmp_path):
     assert "Traceback" not in r.stderr
     con = connect(str(wh), read_only=True)
     assert con.execute("select count(*) from runs").fetchall() == [(1,)]
+
+
+def test_rebuild_keeps_price_book_and_target_facts(tmp_path):
+    """What no bundle holds survives a rebuild: targets.toml facts, and the price book (replayed
+    from the imports archived in the results store; carried over where no replay exists)."""
+    from tasks.pricing import PriceRow, import_rows
+    from tasks.replay import _price_replay
+
+    store = tmp_path / "results"
+    write_bundle(store / "aws-g5" / "r1", bundle_doc(target="aws-g5", seq=1))
+    wh = tmp_path / "wh.duckdb"
+    land_into(str(wh), [str(store)])
+    con = connect(str(wh))
+    con.execute("update targets set provider = 'aws', region = 'us-east-1', instance_type = 'g5.xlarge' "
+                "where target = 'aws-g5'")
+    row = PriceRow(provider="aws", region="us-east-1", instance_type="g5.xlarge", billing_mode="on_demand",
+                   currency="USD", original_amount=1.006, original_period="hour",
+                   effective_from=BASE_TIME - timedelta(days=30), source="test:1", fetched_at=BASE_TIME)
+    summary = import_rows(con, [row], source_kind="csv", source="test.csv", fetched_at=BASE_TIME)
+    if _price_replay() is not None:  # the pricing area archives each import in the results store
+        from tasks.pricing.archive import archive_prices
+
+        archive_prices(str(store), summary, [row], BASE_TIME)
+    prices_before = con.execute("select * exclude (import_id) from prices").fetchall()
+    con.close()
+    result = rebuild(str(store), str(wh))
+    con = connect(str(wh), read_only=True)
+    assert con.execute("select provider, region, instance_type from targets").fetchall() == [
+        ("aws", "us-east-1", "g5.xlarge")]
+    if _price_replay() is None:
+        assert "carried over" in result.prices_replayed and result.carried["prices"] == 1
+    else:
+        assert result.prices_replayed.startswith("prices replayed: 1 price imports")
+    assert con.execute("select * exclude (import_id) from prices").fetchall() == prices_before
+    con.close()
