@@ -38,7 +38,7 @@ def fmt(value: Any, digits: int = 3) -> str:
             return f"{value:.{digits}g}"
         return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
     if isinstance(value, datetime):
-        return esc(value.strftime("%Y-%m-%d %H:%M"))
+        return f'<span class="nw">{esc(value.strftime("%Y-%m-%d %H:%M"))}</span>'
     if isinstance(value, date):
         return esc(value.isoformat())
     if isinstance(value, (list, tuple)):

@@ -55,7 +55,7 @@ th{{font-weight:600;color:{MUTED};background:#fafbfc;position:sticky;top:0}}
 td.num,th.num{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}}
 tr.base td{{background:#eff6ff}}
 code,.mono{{font-family:{MONO};font-size:12.5px}}
-.badge{{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;background:#e5e7eb;color:{INK}}}
+.badge{{white-space:nowrap;display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;background:#e5e7eb;color:{INK}}}
 .badge.warn{{background:#fef3c7;color:{WARN}}} .badge.bad{{background:#fee2e2;color:{BAD}}}
 .badge.good{{background:#d1fae5;color:{GOOD}}}
 .empty{{color:{MUTED};font-style:italic;padding:10px 0}}
@@ -65,4 +65,5 @@ code,.mono{{font-family:{MONO};font-size:12.5px}}
 a{{color:{ACCENT}}}
 footer{{color:{MUTED};font-size:12.5px;max-width:1120px;margin:0 auto;padding:0 28px 30px}}
 .scroll{{max-height:520px;overflow:auto}}
+.nw,td a{{white-space:nowrap}}
 """

@@ -119,11 +119,12 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> l
         for m in doc.get("measurements", []):
             m["value"] *= min(1.0, 1 + rng.uniform(-cfg.jitter, cfg.jitter / 4))  # never above the measured
         if rng.random() < 1.0 / cfg.failure_every:
-            tasks = [a for a in doc["attempts"] if str(a["task"]).startswith("finetune")]
-            if tasks:
-                first = tasks[0]
-                for a in tasks:
-                    a["attempt"] += 1
+            done = [a for a in doc["attempts"] if str(a["task"]).startswith("finetune") and a["state"] == "completed"]
+            if done:  # a failed try before a fine-tune that completed (never for a skipped one)
+                first = done[0]
+                for a in doc["attempts"]:
+                    if a["task"] == first["task"]:
+                        a["attempt"] += 1
                 doc["attempts"].insert(doc["attempts"].index(first), {
                     "task": first["task"], "attempt": 1, "state": "failed", "error_kind": "oom",
                     "message": "synthetic OOM injected by costgap demo", "duration_s": 3.0})
