@@ -202,3 +202,19 @@ def test_report_cli(world, tmp_path):
     res = CliRunner().invoke(app, ["report", "--warehouse", world, "--site", str(tmp_path / "s"), "--no-images"])
     assert res.exit_code == 0, res.output
     assert "index.html" in res.output and (tmp_path / "s" / "index.html").exists()
+
+
+def test_escaping_holds_for_any_text():
+    import json
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text())
+    def check(s):
+        assert "<" not in esc(s) and ">" not in esc(s) and '"' not in esc(s)
+        blob = script_json({"k": s})
+        assert not any(c in blob for c in "<>&") and json.loads(blob) == {"k": s}  # same data, inert markup
+
+    check()
