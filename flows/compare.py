@@ -20,6 +20,7 @@ none did; the summary dict is the flow's result either way.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,7 +36,7 @@ from flows.report import report_and_artifacts
 from tasks import fanout, prefect_runs
 from tasks.fanout import Outcome
 from tasks.results import ResultsStore
-from tasks.targets import Target, load_targets, select
+from tasks.targets import Target, load_targets_or_local, select
 
 WRITE_LIMIT = "warehouse-write"  # Prefect global concurrency limit held while landing
 MAX_PARALLEL = 32  # targets dispatched at once; each waits on a remote worker, not on this CPU
@@ -185,7 +186,8 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     if "://" not in results:  # workers elsewhere on this host must find the same directory
         results = str(Path(results).resolve())
     file = settings.targets_path(targets_file)
-    chosen = select(load_targets(file), targets, str(file))
+    explicit = bool(targets_file or os.environ.get("COSTGAP_TARGETS", "").strip())
+    chosen = select(load_targets_or_local(file, explicit=explicit), targets, str(file))
     log.info("comparing %d target(s): %s (profile %s)", len(chosen), ", ".join(t.id for t in chosen), profile)
     ensure_write_limit()
     threading.Thread(target=importlib.import_module, args=("tasks.land",), daemon=True).start()  # GX

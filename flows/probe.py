@@ -10,7 +10,6 @@ them back). The bundle lands in <results>/<target>/<flow_run_id>/, where the com
 
 from __future__ import annotations
 
-import socket
 import tempfile
 
 from prefect import flow, get_run_logger, runtime, task
@@ -47,8 +46,7 @@ def probe(target: str = "local", profile: str = "quick", results: str = "results
           skip: list[str] | None = None, timeout_s: float = 3600.0, kind: str = "pool") -> str:
     """Probe `target` with `profile`; returns the bundle's URI in the results store."""
     run_key = str(runtime.flow_run.id or "cli")
-    origin = {"kind": kind, "flow_run_id": runtime.flow_run.id, "host": socket.gethostname(),
-              "deployment": runtime.deployment.name and f"probe/{runtime.deployment.name}"}
+    origin = {"kind": kind, "flow_run_id": runtime.flow_run.id}  # the bundle's origin (tasks.bundle.Origin)
     with tempfile.TemporaryDirectory(prefix="costgap-probe-") as tmp:
         bundle = probe_child(profile, target, tmp, sorted(skip or []), origin, timeout_s)
         return publish(results, target, run_key, bundle)

@@ -114,6 +114,17 @@ def load_targets(path: str | Path) -> list[Target]:
     return parse_targets(doc, str(p))
 
 
+LOCAL = Target(id="local", timeout_s=900.0)  # the embedded default: this machine, no targets file needed
+
+
+def load_targets_or_local(path: str | Path, *, explicit: bool) -> list[Target]:
+    """The targets file; when the *default* file is absent (run outside a checkout), just `local`.
+    A file the user named (flag or COSTGAP_TARGETS) must exist."""
+    if not explicit and not Path(path).exists():
+        return [LOCAL]
+    return load_targets(path)
+
+
 def select(targets: list[Target], ids: list[str] | None, file: str = "targets file") -> list[Target]:
     """The targets named by `ids` (all when None/empty), in the order given; unknown ids fail."""
     if not ids:

@@ -76,3 +76,11 @@ def test_select_keeps_order_and_rejects_unknown():
     assert len(select(targets, None)) == len(targets)
     with pytest.raises(TargetsError, match="no target 'nope'"):
         select(targets, ["nope"], SHIPPED)
+
+
+def test_default_file_absent_means_just_local_but_a_named_file_must_exist(tmp_path):
+    from tasks.targets import load_targets_or_local
+
+    assert [t.id for t in load_targets_or_local(tmp_path / "none.toml", explicit=False)] == ["local"]
+    with pytest.raises(TargetsError, match="cannot be read"):
+        load_targets_or_local(tmp_path / "none.toml", explicit=True)

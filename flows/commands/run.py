@@ -11,6 +11,7 @@ cost table and the report's path. Exit 0 when every target landed, 1 when some t
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import typer
@@ -40,11 +41,12 @@ def run(
         None, "--skip", help="Comma-separated probe parts to skip on every target (e.g. finetune)."),
 ) -> None:
     """Probe targets (concurrently), land and validate their bundles, rebuild the report."""
-    from tasks.targets import load_targets, select
+    from tasks.targets import load_targets_or_local, select
 
     ids = None if (targets or "").strip() == "all" else _split(targets)
     file = settings.targets_path(targets_file)
-    select(load_targets(file), ids, str(file))  # a bad file or id fails here, before Prefect starts
+    explicit = bool(targets_file or os.environ.get("COSTGAP_TARGETS", "").strip())
+    select(load_targets_or_local(file, explicit=explicit), ids, str(file))  # fails here, before Prefect starts
 
     from flows.compare import compare
 
