@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.land import BATCH_SIZE, LandSummary, land_paths
-from warehouse.db import DEFAULT_TIMEOUT_S, connect, writing
+from warehouse.db import DEFAULT_TIMEOUT_S, WarehouseBusy, connect, writing
 
 
 # (table, filter): operational rows that come from Prefect or the user, not from any bundle
@@ -46,6 +46,7 @@ class RebuildResult:
     summary: LandSummary
     prices_replayed: str  # what the price replay did, or why it did not run
     carried: dict[str, int]  # table -> rows carried over from the old warehouse
+    old_unreadable: str | None = None  # why nothing could be carried over, if so
 
 
 def _price_replay():
@@ -62,10 +63,19 @@ def _replay_prices(con, results_url: str, carried: dict[str, int]) -> str:
     return f"prices replayed: {replay(con, results_url)}"
 
 
+def _readable(path: Path, timeout_s: float) -> str | None:
+    """None if the old warehouse opens; else why not (a busy lock is raised, never skipped)."""
+    try:
+        with writing(str(path), timeout_s=timeout_s):
+            return None
+    except WarehouseBusy:
+        raise
+    except Exception as e:  # corrupt or foreign file: the very case a rebuild exists for
+        return f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+
+
 def _carry_over(old_path: Path, timeout_s: float) -> dict:
     """Read the CARRY_OVER rows of the old warehouse (as pandas frames, per table)."""
-    if not old_path.exists():
-        return {}
     frames = {}
     with writing(str(old_path), timeout_s=timeout_s) as old:
         tables = {r[0] for r in old.execute(
@@ -119,7 +129,8 @@ def rebuild(results_url: str, warehouse: str, *, batch_size: int = BATCH_SIZE,
         os.remove(stale)
     tmp = Path(f"{target}.rebuild-{uuid.uuid4().hex[:8]}")
     try:
-        frames = _carry_over(target, timeout_s)
+        broken = _readable(target, timeout_s) if target.exists() else "no old warehouse"
+        frames = _carry_over(target, timeout_s) if broken is None else {}
         con = connect(str(tmp))
         try:
             summary = land_paths(con, [results_url], source="rebuild", batch_size=batch_size)
@@ -128,14 +139,17 @@ def rebuild(results_url: str, warehouse: str, *, batch_size: int = BATCH_SIZE,
             con.execute("checkpoint")
         finally:
             con.close()
-        if target.exists():
+        if broken is None:
             with writing(str(target), timeout_s=timeout_s) as old:
                 old.execute("checkpoint")  # nothing of the old file left in a WAL beside it
                 os.replace(tmp, target)
         else:
+            wal = Path(f"{target}.wal")
+            if wal.exists():  # a WAL of the unreadable file must not be replayed into the new one
+                wal.unlink()
             os.replace(tmp, target)
     finally:
         for leftover in (tmp, Path(f"{tmp}.wal")):
             if leftover.exists():
                 leftover.unlink()
-    return RebuildResult(summary, prices, carried)
+    return RebuildResult(summary, prices, carried, broken)

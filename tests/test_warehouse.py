@@ -167,3 +167,15 @@ def test_rebuild_keeps_price_book_and_target_facts(tmp_path):
         assert result.prices_replayed.startswith("prices replayed: 1 price imports")
     assert con.execute("select * exclude (import_id) from prices").fetchall() == prices_before
     con.close()
+
+
+def test_rebuild_replaces_a_corrupt_warehouse(tmp_path):
+    store = tmp_path / "results"
+    write_bundle(store / "local" / "r1", bundle_doc(seq=31))
+    wh = tmp_path / "wh.duckdb"
+    wh.write_bytes(b"this is not a duckdb file" * 100)
+    result = rebuild(str(store), str(wh))
+    assert result.old_unreadable and len(result.summary.landed) == 1
+    con = connect(str(wh), read_only=True)
+    assert con.execute("select count(*) from runs").fetchall() == [(1,)]
+    con.close()

@@ -37,6 +37,8 @@ def rebuild(
     typer.echo(f"rebuilt {warehouse_path(warehouse)} from {url} ({len(files)} files)")
     typer.echo(result.summary.as_text())
     typer.echo(result.prices_replayed)
+    if result.old_unreadable and result.old_unreadable != "no old warehouse":
+        typer.echo(f"old warehouse was unreadable, nothing carried over: {result.old_unreadable}")
     if any(result.carried.values()):
         typer.echo("carried over (not in any bundle): "
                    + ", ".join(f"{t} {n}" for t, n in result.carried.items() if n))
