@@ -10,7 +10,9 @@ For a target T and preset over a window (start, end]:
   p  failed fine-tune attempts / counted attempts on T (attempts table, source bundle and prefect);
   R  = 1 + f p / (1 - p);   C = P / (3600 X) * 1e6 * R;   gap(A, B) = C_A / C_B - 1;
   ln(C_A/C_B) = ln(P_A/P_B) - ln(X_A/X_B) + ln(R_A/R_B)  (price, throughput, reliability terms).
-90% intervals: bootstrap over runs for X (smoothed by the run-to-run CV), Beta posterior for p.
+90% intervals: bootstrap over runs for X (smoothed by the run-to-run CV), Beta posterior for p
+(Jeffreys prior; a target with no attempt records at all keeps R = 1 in every draw).
+X takes one figure per (run, preset): the row that used the most GPUs (the instance-level figure).
 Relational work is SQL (warehouse/queries/cost_*.sql); the statistics are numpy (tasks.stats).
 """
 
@@ -32,7 +34,9 @@ from tasks.fx import FxError
 from tasks.pricing.base import BILLING_MODES, CURRENCIES
 from warehouse.sql import load_query
 
-FINETUNE_TASK = "finetune"  # attempts.task whose failures drive p (tasks/probe names it so)
+FINETUNE_TASK = "finetune"  # attempts.task prefix whose failures drive p: "finetune", "finetune:<preset>"
+PREFECT_PROBE_TASK = "probe_child"  # Prefect task running the probe process (flows/probe.py): a failed try
+                                    # left no bundle, so it counts as a failed attempt (cost_summary.sql)
 COLUMNS = ["target", "preset", "price_per_hour", "currency", "price_effective_from", "price_age_days", "price_stale",
            "tokens_per_s", "runs", "attempts", "failed_attempts", "p", "R", "cost_per_mtok", "cost_lo", "cost_hi",
            "last_run_at"]
@@ -112,7 +116,8 @@ def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None,
     """(frame with every column, cost draws [rows, draws]) for the window."""
     price_runs(con, start, end, opts, targets, preset)
     summary = stats.fetch_frame(con, load_query("cost_summary"),
-                                {"start": start, "end": end, "task": FINETUNE_TASK, "billing": opts.billing})
+                                {"start": start, "end": end, "task": FINETUNE_TASK, "billing": opts.billing,
+                                 "prefect_task": PREFECT_PROBE_TASK})
     if targets is not None:
         summary = summary.filter(pl.col("target").is_in(targets))
     samples = stats.fetch_columns(con, load_query("cost_samples"))
@@ -129,6 +134,7 @@ def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None,
     attempts = summary["attempts"].to_numpy().astype(float)
     failed = summary["failed_attempts"].to_numpy().astype(float)
     p_draws = stats.failure_rate_draws(failed, attempts, opts.draws, rng)
+    p_draws[attempts == 0] = 0.0  # no attempt records: nothing to infer p from; R = 1 as in the point figure
     r_draws = 1.0 + opts.f * p_draws / (1.0 - p_draws)
     price = summary["price_per_hour"].fill_null(float("nan")).to_numpy().astype(float)
     c_draws = price[:, None] / (3600.0 * x_draws) * 1e6 * r_draws
@@ -243,8 +249,9 @@ def cost_history(con: duckdb.DuckDBPyConnection, *, bucket: str = "week", billin
     start = since or datetime(1970, 1, 1, tzinfo=timezone.utc)
     end = until or datetime.now(timezone.utc)
     price_runs(con, start, end, opts)
-    return stats.fetch_frame_numpy(con, load_query("cost_history"), {"bucket": bucket, "f": f, "task": FINETUNE_TASK,
-                                                                "start": start, "end": end, "stale_days": stale_after_days})
+    params = {"bucket": bucket, "f": f, "task": FINETUNE_TASK, "prefect_task": PREFECT_PROBE_TASK,
+              "start": start, "end": end, "stale_days": stale_after_days}
+    return stats.fetch_frame_numpy(con, load_query("cost_history"), params)
 
 
 def env_changes(con: duckdb.DuckDBPyConnection, target: str, window1: tuple, window2: tuple) -> list[dict]:

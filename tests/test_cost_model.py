@@ -174,3 +174,31 @@ def test_checkpoint_interval_sets_f_on_the_command_line(tmp_path):
                                    AS_OF.isoformat(), "--warehouse", str(path)])
     assert got.exit_code == 0, got.output
     assert json.loads(got.output)["components"]["a"]["R"] == pytest.approx(1.0125)
+
+
+def test_attempts_per_preset_and_instance_level_throughput(tmp_path):
+    con = warehouse(tmp_path / "w.duckdb")
+    add_target(con, "M", "p", "r", "8x", gpu_count=8)
+    add_env(con, "env0")
+    add_price(con, "p", "r", "8x", 8.0, seen=T0)
+    t = T0 + timedelta(days=1)
+    add_run(con, "m0", "M", t, 1000.0, completed=0)  # the n=1 baseline of the multi-GPU probe ...
+    con.execute("insert into finetunes (run_id, seq, preset, status, mode, precision, n_gpus, tokens_per_s,"
+                " scaling_efficiency) values ('m0', 1, '1b', 'ok', 'full', 'bf16', 8, 7200.0, 0.9)")  # ... and n=8
+    con.execute("insert into finetunes (run_id, seq, preset, status, mode, precision, n_gpus, tokens_per_s)"
+                " values ('m0', 2, '8b-lora', 'ok', 'lora', 'bf16', 1, 500.0)")
+    rows = [("finetune:1b", "failed", "bundle"), ("finetune:1b", "completed", "bundle"),
+            ("finetune:8b-lora", "completed", "bundle"), ("finetune_ddp:1b:n8", "failed", "bundle"),
+            ("finetune", "skipped", "bundle"), ("probe_child", "crashed", "prefect"),
+            ("probe_child", "completed", "prefect"), ("probe_flow", "failed", "prefect")]
+    for i, (task, state, source) in enumerate(rows):
+        con.execute("insert into attempts values (?, 'M', ?, ?, ?, ?, null, 1.0, ?, ?, null)",
+                    [None if source == "prefect" else "m0", task, i + 1, state,
+                     None if state in ("completed", "skipped") else "oom", t, source])
+    got = {r["preset"]: r for r in cost.cost_table(con, as_of=AS_OF).to_dicts()}
+    # 1b: finetune:1b (1 failed, 1 completed) + the crashed probe process = 3 attempts, 2 failed;
+    # the DDP try, the skipped step, the completed probe process and the flow row are not fine-tune attempts
+    assert (got["1b"]["attempts"], got["1b"]["failed_attempts"]) == (3, 2)
+    assert (got["8b-lora"]["attempts"], got["8b-lora"]["failed_attempts"]) == (2, 1)
+    assert got["1b"]["tokens_per_s"] == 7200.0 and got["1b"]["runs"] == 1  # the n=8 row, not the baseline
+    assert got["1b"]["scaling_efficiency"] == 0.9 and got["1b"]["n_gpus"] == 8

@@ -22,6 +22,10 @@ ft as (
     join finetunes f using (run_id)
     where f.status = 'ok' and f.tokens_per_s > 0
       and r.started_at > $start and r.started_at <= $end
+    -- one figure per (run, preset): the instance-level one, i.e. the row that used the most GPUs
+    -- (a multi-GPU probe also records its n=1 baseline for the same preset)
+    qualify row_number() over (partition by r.run_id, f.preset
+                               order by coalesce(f.n_gpus, 1) desc, f.tokens_per_s desc) = 1
 ),
 priced as (
     select ft.*, coalesce(t.gpu_count, 0) as gpu_count, tp.currency as price_currency,
