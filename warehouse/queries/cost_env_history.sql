@@ -9,6 +9,9 @@ with ft as (
       and ($until is null or r.started_at <= $until)
       and ($targets is null or list_contains($targets, r.target))
       and ($preset is null or f.preset = $preset)
+    -- the instance-level figure per (run, preset), as in cost_runs.sql
+    qualify row_number() over (partition by r.run_id, f.preset
+                               order by coalesce(f.n_gpus, 1) desc, f.tokens_per_s desc) = 1
 ),
 final as (
     select ft.*, e.driver, e.cuda_driver, e.cuda_runtime, e.cudnn, e.torch, e.container_image

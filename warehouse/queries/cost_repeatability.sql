@@ -8,6 +8,9 @@ with ft as (
     join finetunes f using (run_id)
     where f.status = 'ok' and f.tokens_per_s > 0
       and ($target is null or r.target = $target)
+    -- the instance-level figure per (run, preset), as in cost_runs.sql
+    qualify row_number() over (partition by r.run_id, f.preset
+                               order by coalesce(f.n_gpus, 1) desc, f.tokens_per_s desc) = 1
 ),
 hw as (
     select r.target, r.environment_id, m.benchmark, m.metric, m.unit, m.value
