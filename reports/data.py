@@ -38,6 +38,8 @@ class ReportConfig:
     list_limit: int = 200  # quarantine / throttled rows listed (the total is shown beside)
     why_max_pairs: int = 8  # waterfalls drawn on "why it moved": one per target vs the baseline
     history_weeks: int = 104  # time series cover the last two years: bounds every chart at any history length
+    as_of: datetime | None = None  # end of the cost window; None = just after the latest run, so a report
+    #                                read later (or the demo) still shows its data, labelled "as of"
 
     def __post_init__(self) -> None:
         for name in ("window_days", "runs_per_target", "list_limit", "why_max_pairs", "history_weeks"):
@@ -82,8 +84,10 @@ class ReportData:
     runs: Section
     provenance: Section
     baseline: str | None
+    as_of: datetime | None
     generated_at: datetime
     warnings: list[str] = field(default_factory=list)
+    cost_window_days: int = 30
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -143,9 +147,10 @@ def _recover(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("set TimeZone = 'UTC'")
 
 
-def _cost(con, cfg: ReportConfig) -> Section:
+def _cost(con, cfg: ReportConfig, as_of: datetime | None) -> Section:
     result, note = _optional(
-        "tasks.cost", "cost_table", con, window_days=cfg.window_days, billing=cfg.billing, currency=cfg.currency
+        "tasks.cost", "cost_table", con, as_of=as_of, window_days=cfg.window_days, billing=cfg.billing,
+        currency=cfg.currency,
     )
     return Section(rows=_frame_rows(result), note=note)
 
@@ -246,10 +251,11 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     con.execute("set TimeZone = 'UTC'")
     targets = rows(con, "report_targets")
     known = [t["target"] for t in targets]
-    cost = _cost(con, cfg)
+    latest = max((t["last_run_at"] for t in targets if t.get("last_run_at")), default=None)
+    as_of = cfg.as_of or (latest + timedelta(seconds=1) if latest else None)
+    cost = _cost(con, cfg, as_of)
     baseline = pick_baseline(cost.rows, cfg.baseline, known)
     add_gaps(cost.rows, baseline)
-    latest = max((t["last_run_at"] for t in targets if t.get("last_run_at")), default=None)
     since = (latest or datetime.now().astimezone()) - timedelta(weeks=cfg.history_weeks)
 
     tiers_res, tiers_note = _optional("tasks.cost", "tier_recommendations", con, billing=cfg.billing, currency=cfg.currency)
@@ -283,7 +289,9 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         runs=_sql(con, "report_runs_latest", {"limit": cfg.runs_per_target}),
         provenance=_sql(con, "report_provenance", needs=("provenance",)),
         baseline=baseline,
+        as_of=as_of,
         generated_at=datetime.now().astimezone(),
+        cost_window_days=cfg.window_days,
     )
     for name in ("cost", "tiers", "history", "why", "changes"):
         note = getattr(data, name).note

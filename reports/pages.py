@@ -59,6 +59,9 @@ def overview(data: ReportData) -> Page:
         return out
 
     p.h2("Headline: effective cost per 1M tokens")
+    if data.as_of:
+        p.parts.append(f'<p class="exports">Runs of the {data.cost_window_days} days up to {fmt(data.as_of)} UTC '
+                       "(the latest run); prices as of each run.</p>")
     p.card(_section(data.cost, headline, "priced runs"))
     p.h2("Recommendation by model-size tier")
     p.card(_section(data.tiers, lambda: _tiers(data.tiers.rows), "tier recommendations"))
