@@ -78,3 +78,34 @@ def test_order_statistic_bootstrap_matches_brute_force_resampling():
         cdf_fast = np.searchsorted(np.sort(fast), grid, side="right") / fast.size
         cdf_slow = np.searchsorted(np.sort(slow), grid, side="right") / slow.size
         assert np.max(np.abs(cdf_fast - cdf_slow)) < 0.025, n  # Kolmogorov distance; noise ~0.01
+
+
+_day = st.integers(min_value=0, max_value=60)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["x", "y"]), _day, st.one_of(st.none(), st.integers(1, 30)),
+                          st.sampled_from([1.0, 2.0, 3.0])), min_size=1, max_size=8))
+def test_imports_never_leave_overlapping_periods(ops):
+    from datetime import datetime, timezone
+
+    from tasks.pricing import PriceError, PriceRow, import_rows
+
+    con = warehouse(":memory:")
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for i, (itype, start, length, price) in enumerate(ops):
+        begin = t0 + timedelta(days=start)
+        row = PriceRow("p", "r", itype, "on_demand", "USD", price, "hour", begin, source=f"op{i}",
+                       fetched_at=begin, effective_to=begin + timedelta(days=length) if length else None)
+        try:
+            import_rows(con, [row], source_kind="t", source=f"op{i}", fetched_at=begin)
+        except PriceError as e:
+            assert "overlaps" in str(e) and f"op{i}" in str(e)
+    overlaps = con.execute("""
+        select count(*) from prices a join prices b using (provider, region, instance_type, billing_mode)
+        where a.effective_from < b.effective_from
+          and (a.effective_to is null or a.effective_to > b.effective_from)""").fetchall()[0][0]
+    assert overlaps == 0
+    open_per_key = con.execute("select max(n) from (select count(*) n from prices where effective_to is null"
+                               " group by instance_type)").fetchall()[0][0]
+    assert open_per_key in (None, 1)

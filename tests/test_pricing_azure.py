@@ -86,3 +86,15 @@ def test_bad_responses_and_names_fail_clearly(tmp_path):
         AzureRetailPrices(ReplayClient(str(bad)), AZURE_GPU_FILTER).fetch()
     with pytest.raises(PriceError, match="no recorded response"):
         AzureRetailPrices(ReplayClient(str(bad)), "serviceName eq 'Storage'").fetch()
+
+
+def test_cli_refresh_with_recorded_responses(tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    args = ["prices", "refresh", "--source", "azure-gpu", "--replay", str(RECORDED), "--warehouse",
+            str(tmp_path / "w.duckdb"), "--results", str(tmp_path / "results")]
+    got = CliRunner().invoke(app, args)
+    assert got.exit_code == 0, got.output
+    assert "5 new periods" in got.output and "skipped 1 items: windows" in got.output
