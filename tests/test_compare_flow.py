@@ -139,3 +139,40 @@ def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, 
     with get_client(sync_client=True) as c:
         limit = c.read_global_concurrency_limit_by_name(WRITE_LIMIT)
     assert limit.limit == 1 and limit.active_slots == 0  # created if missing, released after landing
+
+
+def test_two_compare_processes_take_turns_on_the_warehouse(prefect_harness, tmp_path):
+    """Two `costgap run` processes at once, one warehouse file: their landings take turns (queued on
+    the warehouse-write limit, never overlapping) and both land everything, neither fails on the lock."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from prefect.settings import PREFECT_API_URL
+
+    body = ""
+    for n in (1, 2):
+        inbox = tmp_path / f"inbox-{n}"
+        for i in range(8):
+            write_bundle(inbox, bundle_doc(target=f"box-{n}", seq=i))
+        body += f'[[target]]\nid = "box-{n}"\ndispatch = "import"\ninbox = "{inbox}"\n\n'
+    (tmp_path / "targets.toml").write_text(body)
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COSTGAP_TARGETS": str(tmp_path / "targets.toml"),
+           "COSTGAP_WAREHOUSE": str(tmp_path / "wh.duckdb"), "COSTGAP_SITE": str(tmp_path / "site"),
+           "COSTGAP_RESULTS": str(tmp_path / "results")}
+    exe = str(Path(sys.executable).parent / "costgap")
+    procs = [subprocess.Popen([exe, "run", "--targets", f"box-{n}"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for n in (1, 2)]
+    outs = [p.communicate(timeout=240)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(o[-2000:] for o in outs)
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
+    try:
+        batches = con.execute("select started_at, finished_at, landed from land_batches where source = 'flow' "
+                              "order by started_at").fetchall()
+        runs = con.execute("select target, count(*) from runs group by 1 order by 1").fetchall()
+    finally:
+        con.close()
+    assert runs == [("box-1", 8), ("box-2", 8)]
+    assert [b[2] for b in batches] == [8, 8]
+    assert batches[0][1] <= batches[1][0], f"landings overlapped: {batches}"
