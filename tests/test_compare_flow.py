@@ -141,6 +141,7 @@ def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, 
     assert limit.limit == 1 and limit.active_slots == 0  # created if missing, released after landing
 
 
+@pytest.mark.slow
 def test_two_compare_processes_take_turns_on_the_warehouse(prefect_harness, tmp_path):
     """Two `costgap run` processes at once, one warehouse file: their landings take turns (queued on
     the warehouse-write limit, never overlapping) and both land everything, neither fails on the lock."""
