@@ -146,3 +146,11 @@ def test_a_run_closed_twice_without_running_again_is_one_attempt():
     rows = prefect_runs.attempts_from_states(states, task="probe_flow", target="a", source_id="f")
     assert [(r["attempt"], r["state"], r["message"]) for r in rows] == [
         (1, "crashed", "crash: no live worker on work pool 'p'")]
+
+
+def test_a_hung_probe_child_is_killed_at_its_timeout(tmp_path):
+    from tasks.dispatch import run_probe_child
+
+    res = run_probe_child("quick", "local", tmp_path, timeout_s=0.5)  # torch alone takes longer to import
+    assert not res.ok and res.returncode is None and res.error_kind == "timeout"
+    assert "timed out after" in res.stderr_tail and res.duration_s < 10
