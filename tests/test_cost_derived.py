@@ -90,6 +90,9 @@ def test_cli_targets_and_errors(tmp_path):
     assert out.exit_code == 0, out.output
     lines = out.output.strip().splitlines()
     assert lines[0].startswith("a10") and lines[1].startswith("h100x8")  # cheapest first
+    tiers = CliRunner().invoke(app, ["tiers", "--window", "3650d", "--warehouse", str(path)])
+    assert tiers.exit_code == 0, tiers.output
+    assert "* <=7B   h100x8" in tiers.output and "does not fit" in tiers.output and "tokens/GPU-day" in tiers.output
     costgap = [sys.executable, "-c", "from flows.cli import main; main()"]
     bad = subprocess.run(costgap + ["gap", "a10", "nope", "--warehouse", str(path)], capture_output=True, text=True,
                          cwd=REPO)

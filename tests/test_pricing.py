@@ -197,9 +197,10 @@ def test_shipped_example_books_and_rates_import(tmp_path):
     con = warehouse(tmp_path / "w.duckdb")
     repo = Path(__file__).parent.parent
     assert fx.import_fx(con, str(repo / "deploy" / "fx_rates.csv"))["new"] > 0
-    for path in sorted((repo / "deploy" / "prices").glob("*.csv")):
-        s = import_source(con, PriceBookFile(str(path)))
+    for path in sorted((repo / "deploy" / "prices").glob("*.*")):
+        s = import_source(con, PriceBookFile(str(path), "yaml" if path.suffix == ".yaml" else "csv"))
         assert s.rows_new > 0
+    assert con.execute("select count(*) from prices where original_period = 'year'").fetchall() == [(1,)]
     assert not con.execute("select count(*) from prices where source = ''").fetchall()[0][0]
 
 

@@ -3,6 +3,7 @@
     costgap targets --window 30d
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
+    costgap tiers --tokens 1e10 --kwh-price 0.12
 
 `gap` prints both costs per 1M tokens, the gap with its 90% interval, and the price, throughput and
 reliability terms, which sum exactly to ln(C_A/C_B); then the significant throughput shifts at
@@ -165,6 +166,42 @@ def targets_cmd(
                    f"X {r['tokens_per_s']:.6g} tok/s  p {r['p']:.3f}  R {r['R']:.3f}{stale}")
 
 
+def tiers_cmd(
+    window: str = typer.Option("30d", "--window", help="Trailing window: 30d, 2w, ..."),
+    billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
+    currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
+    train_tokens: float = typer.Option(1e9, "--tokens", help="Tokens to train, for hours and cost to train."),
+    kwh_price: float = typer.Option(0.15, "--kwh-price", help="Electricity price per kWh in the reporting "
+                                    "currency (default 0.15: an ASSUMED round tariff)."),
+    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
+    warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
+) -> None:
+    """Per model-size tier (<=7B, 7-13B, >13B): which targets fit, at what cost; plus derived figures."""
+    from tasks.cost import derived, tier_recommendations
+    from warehouse.db import reading
+
+    kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency)
+    with reading(warehouse_path(warehouse)) as con:
+        tiers = tier_recommendations(con, **kw).to_dicts()
+        extra = derived(con, train_tokens=train_tokens, price_per_kwh=kwh_price, **kw).to_dicts()
+    if as_json:
+        typer.echo(json.dumps({"tiers": tiers, "derived": extra}, indent=2, default=str))
+        return
+    for r in tiers:
+        cost = f"{r['cost_per_mtok']:.4g} {currency}/1M tokens" if r["cost_per_mtok"] is not None else "no cost"
+        mark = "*" if r["recommended"] else " "
+        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {'ASSUMED ' if r['assumed'] else ''}"
+                   f"{r['reason']}")
+    for r in extra:
+        kwh = (f"{r['kwh_per_mtok']:.4g} kWh/1M tokens = {r['electricity_cost_per_mtok']:.4g} {currency}"
+               if r["kwh_per_mtok"] is not None else "energy not measured")
+        hours = f"{r['hours_to_train']:.4g} h" if r["hours_to_train"] is not None else "?"
+        money = f"{r['cost_to_train']:.4g} {currency}" if r["cost_to_train"] is not None else "no price"
+        typer.echo(f"  {r['target']}/{r['preset']}: {r['tokens_per_gpu_day']:.4g} tokens/GPU-day; {train_tokens:.3g} "
+                   f"tokens in {hours}, {money}; {kwh}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("gap")(gap_cmd)
     app.command("targets")(targets_cmd)
+    app.command("tiers")(tiers_cmd)
