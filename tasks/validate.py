@@ -1,7 +1,7 @@
 """Great Expectations suites over each landing batch: a bundle that fails any expectation is
 quarantined, never landed. Every result (pass or fail, per run and per batch) is kept.
 
-    .venv/bin/pytest -q tests/test_validate.py
+    .venv/bin/pytest -q tests/test_validate.py tests/test_corpus.py
 
 One GX ephemeral context per process; one suite per fact table, run over the batch's pandas
 frame from tasks.land_frames (GX takes pandas, not polars; duckdb-engine SQL fails silently).
