@@ -1,6 +1,6 @@
 """Screenshot a report page with Debian's headless chromium (for docs/overview.png).
 
-    costgap demo --site .costgap/demo-site && .venv/bin/python -m reports.screenshot .costgap/demo-site/index.html docs/overview.png
+    costgap demo --site .costgap/demo-site && .venv/bin/python -m reports.screenshot .costgap/demo-site/index.html docs/overview.png 1500
 
 Offline like the browser test: only file:// requests are allowed. Waits until every chart has drawn.
 """
@@ -38,7 +38,8 @@ def screenshot(page_path: str, out: str, *, width: int = 1280, height: int = 900
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__.splitlines()[2].strip(), file=sys.stderr)
+    if len(sys.argv) not in (3, 4):
+        print(__doc__.splitlines()[2].strip(), "[HEIGHT_PX: crop to one viewport]", file=sys.stderr)
         sys.exit(2)
-    print(screenshot(sys.argv[1], sys.argv[2]))
+    crop = int(sys.argv[3]) if len(sys.argv) == 4 else None
+    print(screenshot(sys.argv[1], sys.argv[2], height=crop or 900, full_page=crop is None))

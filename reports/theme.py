@@ -45,10 +45,10 @@ header{{background:#111827;color:#f9fafb;padding:14px 28px;display:flex;gap:28px
 header .brand{{font-weight:700;font-size:18px;letter-spacing:.02em}}
 header nav a{{color:#cbd5e1;text-decoration:none;margin-right:18px;font-size:14px}}
 header nav a.here{{color:#fff;border-bottom:2px solid {ACCENT}}}
-main{{max-width:1120px;margin:0 auto;padding:22px 28px 60px}}
+main{{max-width:1260px;margin:0 auto;padding:22px 28px 60px}}
 h1{{font-size:24px;margin:6px 0 4px}} h2{{font-size:18px;margin:30px 0 8px}}
 p.lede{{color:{MUTED};margin:0 0 16px;max-width:820px}}
-section.card{{background:#fff;border:1px solid {GRID};border-radius:8px;padding:16px 20px;margin:16px 0}}
+section.card{{overflow-x:auto;background:#fff;border:1px solid {GRID};border-radius:8px;padding:16px 20px;margin:16px 0}}
 table{{border-collapse:collapse;width:100%;font-size:13.5px}}
 th,td{{text-align:left;padding:6px 10px;border-bottom:1px solid {GRID};vertical-align:top}}
 th{{font-weight:600;color:{MUTED};background:#fafbfc;position:sticky;top:0}}
@@ -63,7 +63,7 @@ code,.mono{{font-family:{MONO};font-size:12.5px}}
 .chart{{margin:8px 0 4px;min-height:60px}}
 .exports{{font-size:12.5px;color:{MUTED}}} .exports a{{color:{ACCENT}}}
 a{{color:{ACCENT}}}
-footer{{color:{MUTED};font-size:12.5px;max-width:1120px;margin:0 auto;padding:0 28px 30px}}
+footer{{color:{MUTED};font-size:12.5px;max-width:1260px;margin:0 auto;padding:0 28px 30px}}
 .scroll{{max-height:520px;overflow:auto}}
 .nw,td a{{white-space:nowrap}}
 """
