@@ -87,11 +87,12 @@ def _provenance_banner(data: ReportData) -> str:
     return f'<div class="banner"><b>Not everything here was measured.</b><ul>{items}</ul></div>'
 
 
-def _section(sec: Section, html: Callable[[], str], what: str) -> str:
+def _section(sec: Section, html: Callable[[], str], what: str, none: str | None = None) -> str:
+    """The section's HTML, or why it has none: `note` (not computable) or `none`/"no data yet: no <what>"."""
     if sec.note:
         return empty(sec.note)
     if not sec.rows:
-        return empty(f"no data yet: no {what} in this warehouse")
+        return empty(none or f"no data yet: no {what} in this warehouse")
     return html()
 
 

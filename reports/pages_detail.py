@@ -47,7 +47,8 @@ def hardware(data: ReportData) -> Page:
                      ("sm_clock_mhz_min", "SM clock min"), ("sm_clock_mhz_median", "SM clock median"),
                      ("power_w_median", "Power median (W)")], rows,
                     numeric=("value", "sm_clock_mhz_min", "sm_clock_mhz_median", "power_w_median"), scroll=True))
-    p.card(_section(th, throttled, "throttled measurements"))
+    p.card(_section(th, throttled, "throttled measurements",
+                    none="No measurement recorded a clock-event reason (power cap, thermal, HW slowdown)."))
     p.h2("Power and clocks (NVML telemetry, weekly)")
     p.card(_section(data.telemetry, lambda: p.chart("hw-telemetry", lambda: charts.telemetry_lines(data.telemetry.rows),
                                                     "Each run's mean over its NVML samples, then the median over the week's runs (reduced in DuckDB)."), "NVML telemetry"))
@@ -90,7 +91,8 @@ def quality(data: ReportData) -> Page:
         [("quarantined_at", "When"), ("kind", "Kind"), ("target", "Target"), ("bundle_id", "Bundle"), ("reason", "Reason"),
          ("field", "Field"), ("source_uri", "Source"), ("failed", "Failed checks")],
         [dict(r, bundle_id=Raw(f'<span class="mono">{esc(str(r["bundle_id"])[:16])}…</span>'),
-              failed=(r["failed"] or "")[:300]) for r in q.rows], scroll=True), "quarantined bundles (none so far)"))
+              failed=(r["failed"] or "")[:300]) for r in q.rows], scroll=True), "quarantined bundles",
+        none="Nothing in quarantine: every bundle received so far passed validation."))
     return p
 
 
