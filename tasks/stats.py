@@ -131,7 +131,7 @@ def fetch_frame_numpy(con, sql: str, params=None):
         mask = np.ma.getmaskarray(arr) if isinstance(arr, np.ma.MaskedArray) else None
         values = arr.data if isinstance(arr, np.ma.MaskedArray) else arr
         s = pl.Series(name, values.tolist() if values.dtype == object else values)
-        if mask is not None and mask.any():
+        if mask is not None and mask.any() and s.dtype != pl.Null:
             s = s.scatter(np.nonzero(mask)[0], None)
         if "TIME ZONE" in kinds[name].upper() and s.dtype == pl.Datetime:
             s = s.dt.replace_time_zone("UTC")
