@@ -78,12 +78,14 @@ def bootstrap_medians(values: np.ndarray, offsets: np.ndarray, draws: int, rng: 
 
 
 def smooth(draws: np.ndarray, cv: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Smoothed bootstrap: jitter each draw by the run-to-run CV (repeatability) times n^(-1/5).
+    """Smoothed bootstrap: the run-to-run CV (repeatability, issue 10.4) as the kernel width.
 
-    Silverman's bandwidth rule scales the kernel as n^(-1/5); a group with no CV (one run per
-    environment) is left as it is.
+    A smoothed bootstrap jitters every resampled run by a kernel of width h (Silverman: h = cv n^(-1/5),
+    relative); the median of n jittered values moves by about h sqrt(pi / (2 n)), so each median draw
+    is jittered by that much (lognormal, keeps draws positive). No CV (one run per environment): as is.
     """
-    width = np.where(np.isfinite(cv), cv, 0.0) * np.power(np.maximum(sizes, 1), -0.2)
+    n = np.maximum(sizes, 1).astype(float)
+    width = np.where(np.isfinite(cv), cv, 0.0) * n ** -0.2 * np.sqrt(np.pi / (2.0 * n))
     return draws * np.exp(rng.standard_normal(draws.shape) * width[:, None])
 
 
