@@ -109,3 +109,15 @@ def test_imports_never_leave_overlapping_periods(ops):
     open_per_key = con.execute("select max(n) from (select count(*) n from prices where effective_to is null"
                                " group by instance_type)").fetchall()[0][0]
     assert open_per_key in (None, 1)
+
+
+def test_interval_on_throughput_covers_the_truth_about_ninety_percent_of_the_time():
+    hits, seeds, n = 0, 300, 25
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        x = np.sort(20000.0 * np.exp(rng.normal(0, 0.05, n)))  # true median 20000, 5% run-to-run spread
+        cv = np.array([np.std(x, ddof=1) / np.mean(x)])
+        draws = stats.smooth(stats.bootstrap_medians(x, np.array([0, n]), 2000, rng), cv, np.array([n]), rng)
+        lo, hi = stats.interval(draws, np.array([np.median(x)]))
+        hits += bool(lo[0] <= 20000.0 <= hi[0])
+    assert 0.84 <= hits / seeds <= 0.97, hits / seeds
