@@ -83,3 +83,63 @@ def test_sigkill_leaves_last_committed_state(bundles, crashed, point, committed)
     final = facts(wh)
     assert final["runs"] == N and final["measurements"] == 2 * N and final["telemetry"] == 2 * N
     assert final["attempts"] == 2 * N and final["finetunes"] == N
+
+
+@pytest.mark.slow
+def test_compare_flow_killed_while_landing_reruns_without_duplicates(tmp_path):
+    """`costgap run` SIGKILLed inside its landing transaction, then run again: one run, and no
+    attempt or dispatch row twice.
+
+    The re-run uses a fresh Prefect home: on the same Prefect database it would wait for the
+    "warehouse-write" concurrency slot the killed run still holds until its lease expires
+    (prefect.concurrency.sync.concurrency lease_duration, 300 s by default; flows/compare.py)."""
+    inbox = tmp_path / "inbox"
+    write_bundle(inbox, bundle_doc(target="airgap", seq=3))
+    targets = tmp_path / "targets.toml"
+    targets.write_text(f'[[target]]\nid = "airgap"\ndispatch = "import"\ninbox = "{inbox}"\n')
+    wh = str(tmp_path / "wh.duckdb")
+    args = [sys.executable, "-m", "flows.cli", "run", "--targets", "airgap", "--targets-file", str(targets),
+            "--warehouse", wh, "--site", str(tmp_path / "site"), "--results", str(tmp_path / "results")]
+    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect-home"))
+    env.pop("PREFECT_API_URL", None)
+    log = tmp_path / "run1.log"  # a file, not a pipe: the orphaned server child would hold a pipe open
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(args, cwd=REPO, env=dict(env, COSTGAP_CRASH_AT="before_commit"),
+                                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=300)
+        finally:
+            try:  # the flow's temporary Prefect server lives in the same process group: end it too
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    out = log.read_text()
+    assert proc.returncode == -signal.SIGKILL, out[-2000:]
+    con = connect(wh, read_only=True)
+    assert con.execute("select count(*) from runs").fetchall() == [(0,)]
+    con.close()
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home-2")
+    log2 = tmp_path / "run2.log"
+    with open(log2, "w") as fh:
+        again = subprocess.Popen(args, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        try:
+            again.wait(timeout=300)
+        finally:
+            try:
+                os.killpg(again.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert again.returncode == 0, log2.read_text()[-3000:]
+    con = connect(wh, read_only=True)
+    try:
+        assert con.execute("select count(*), count(distinct run_id) from runs").fetchall() == [(1, 1)]
+        dup_attempts = con.execute(
+            "select count(*) from (select source, source_id, task, attempt, target, count(*) as n "
+            "from attempts group by all having n > 1)").fetchall()[0][0]
+        assert dup_attempts == 0
+        tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
+        if "dispatches" in tables:
+            assert con.execute("select count(*) from dispatches where status = 'landed'").fetchall() == [(1,)]
+    finally:
+        con.close()
