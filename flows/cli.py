@@ -10,6 +10,7 @@ with exit code 2; never a bare traceback.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
@@ -41,6 +42,9 @@ for _name in COMMAND_MODULES:
 
 def main() -> None:
     from flows.errors import UserError
+
+    # The ephemeral Prefect server would otherwise try to phone home (and log an error offline).
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
     try:
         app()

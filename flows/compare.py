@@ -39,6 +39,18 @@ from tasks.results import ResultsStore
 from tasks.targets import Target, load_targets_or_local, select
 
 WRITE_LIMIT = "warehouse-write"  # Prefect global concurrency limit held while landing
+# The slot's lease is renewed while held; a holder killed mid-landing frees it after this long
+# (Prefect's minimum), so a re-run waits ~1 min instead of the 300 s default.
+WRITE_LEASE_S = 60.0
+WRITE_WAIT_S = 1800.0  # give up waiting for the slot after this, with Prefect's timeout error
+
+
+def write_slot():
+    """The one-writer slot: hold it around every warehouse write made from a flow."""
+    from prefect.concurrency.sync import concurrency
+
+    return concurrency(WRITE_LIMIT, occupy=1, strict=True, lease_duration=WRITE_LEASE_S,
+                       timeout_seconds=WRITE_WAIT_S)
 MAX_PARALLEL = 32  # targets dispatched at once; each waits on a remote worker, not on this CPU
 
 
@@ -145,13 +157,11 @@ def ensure_write_limit(name: str = WRITE_LIMIT, slots: int = 1) -> None:
 
 def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
     """Land one target's bundles, Prefect attempts and dispatches row, holding warehouse-write."""
-    from prefect.concurrency.sync import concurrency
-
     from tasks.land import land_paths, record_prefect_attempts
     from warehouse.db import writing
 
     log = get_run_logger()
-    with concurrency(WRITE_LIMIT, occupy=1, strict=True), writing(warehouse) as con:
+    with write_slot(), writing(warehouse) as con:
         if o.bundle_uris:
             summary = land_paths(con, o.bundle_uris, source="flow")
             fanout.apply_landing(o, summary)
@@ -165,12 +175,10 @@ def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
 @task(name="sync-targets", cache_policy=NO_CACHE)
 def sync_targets(warehouse: str, targets: list[Target]) -> None:
     """The targets file's facts (provider, region, instance type...) into the targets table."""
-    from prefect.concurrency.sync import concurrency
-
     from tasks import targets as targets_mod
     from warehouse.db import writing
 
-    with concurrency(WRITE_LIMIT, occupy=1, strict=True), writing(warehouse) as con:
+    with write_slot(), writing(warehouse) as con:
         targets_mod.sync_targets(con, targets)
 
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.concurrency.sync import concurrency
 
 from flows import settings
-from flows.compare import WRITE_LIMIT, ensure_write_limit
+from flows.compare import ensure_write_limit, write_slot
 from tasks.pricing import sources
 
 
@@ -47,10 +46,10 @@ def refresh_prices(names: list[str] | None = None, catalogs: list[str] | None = 
     done = []
     for name in names if names is not None else ["azure-gpu"]:
         rows = fetch(name, replay)
-        with concurrency(WRITE_LIMIT, occupy=1, strict=True):
+        with write_slot():
             done.append(land(wh, name, rows, store))
     for path in catalogs or []:
-        with concurrency(WRITE_LIMIT, occupy=1, strict=True):
+        with write_slot():
             done.append(land_file(wh, path, catalog_format, store))
     create_markdown_artifact(key="costgap-prices", markdown=sources.summaries_markdown(done),
                              description="price book refresh: what each source changed")
