@@ -18,7 +18,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import settings
-from tasks.summary import HEADLINE_COLUMNS, findings_markdown, frame_markdown, frame_text
+from tasks.summary import HEADLINE_COLUMNS, findings_markdown, frame_markdown, headline_text
 
 
 @task(name="build-site", cache_policy=NO_CACHE)
@@ -38,7 +38,7 @@ def headline(warehouse: str) -> dict:
     with reading(warehouse) as con:
         df = cost_table(con)
         found = detect(con)
-    return {"headline": frame_text(df, HEADLINE_COLUMNS), "headline_md": frame_markdown(df, HEADLINE_COLUMNS),
+    return {"headline": headline_text(df), "headline_md": frame_markdown(df, HEADLINE_COLUMNS),
             "changes": len(found), "changes_md": findings_markdown(found)}
 
 

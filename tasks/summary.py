@@ -56,3 +56,19 @@ def findings_markdown(findings: list[dict]) -> str:
     if not findings:
         return "_no significant change points_"
     return "\n".join(f"- **{f.get('target')}** / {f.get('preset')}: {f.get('summary')}" for f in findings)
+
+
+def unpriced_note(df) -> str:
+    """A hint naming the targets that have no price yet (their cost per token cannot be computed)."""
+    rows = df.to_dicts() if hasattr(df, "to_dicts") else list(df)
+    missing = sorted({str(r.get("target")) for r in rows if r.get("price_per_hour") is None})
+    if not missing:
+        return ""
+    return (f"no price for: {', '.join(missing)} - cost per 1M tokens needs one; add it with "
+            "`costgap prices import FILE --format csv` (see deploy/prices/ for the format)")
+
+
+def headline_text(df) -> str:
+    """The terminal headline: the cost table, then a hint for targets without a price."""
+    note = unpriced_note(df)
+    return frame_text(df, HEADLINE_COLUMNS) + (f"\n{note}" if note else "")
