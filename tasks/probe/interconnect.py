@@ -14,24 +14,13 @@ PCIe bridges, PHB a host bridge, NODE within a NUMA node, SYS across the SMP int
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from typing import Any
+
+from tasks.probe.envinfo import _smi  # one nvidia-smi runner for the whole probe
 
 NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h, 18 since Hopper; read 2026-12-02)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CTRL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _smi(args: list[str], timeout_s: float = 15.0) -> str | None:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout_s)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return r.stdout if r.returncode == 0 else None
 
 
 def _clean(line: str) -> str:
