@@ -85,7 +85,8 @@ def _tiers(rows: Rows) -> str:
         tier = Raw(f"{esc(r.get('tier'))} " + (str(badge("recommended", "good")) if r.get("recommended") else ""))
         shown.append(dict(
             r, tier=tier, target=_target_link(r["target"]) if r.get("target") else None,
-            fits=badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False else None,
+            fits=(badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False
+                  else badge("not assessed", "warn")),
             assumed=badge("assumed", "warn") if r.get("assumed") else "measured",
             _rec=r.get("recommended")))
     return ('<p>Cost per 1M tokens at each tier\'s representative model size, from the measured throughput and MFU; '

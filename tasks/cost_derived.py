@@ -92,7 +92,8 @@ def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> di
            "fits": False, "mode": None, "assumed": False, "reason": "", "gpus": gpus,
            "price_stale": r.get("price_stale")}
     if per_gpu is None:
-        out.update(assumed=True, reason="GPU memory unknown (no GPU in the environment): fit not assessed")
+        out.update(fits=None, assumed=True,
+                   reason="GPU memory unknown (no GPU in the environment): fit not assessed")
         return out
     usable = per_gpu * gpus * cfg.memory_headroom
     mode = next((m for m in ("full", "lora") if memory_need_gib(size, m, cfg) <= usable), None)
