@@ -21,6 +21,7 @@ from flows.settings import site_url, warehouse_path
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 SITE_HELP = "Directory or fsspec URL to publish to (default: $COSTGAP_SITE, then ./site)."
 DEMO_WAREHOUSE = ".costgap/demo.duckdb"  # git-ignored; the demo never touches the main warehouse
+DEMO_SITE = ".costgap/demo-site"  # git-ignored; the demo never overwrites the real report in ./site
 
 
 def report(
@@ -43,7 +44,7 @@ def demo(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help="DuckDB file for the demo "
                                             f"(default: {DEMO_WAREHOUSE}; replaced if it exists)."),
     site: Optional[str] = typer.Option(None, "--site", help="Where to publish the demo report "
-                                       "(default: $COSTGAP_SITE, then ./site)."),
+                                       f"(default: {DEMO_SITE}, so the real ./site is left alone)."),
     samples: Optional[Path] = typer.Option(None, "--samples", help="Directory of sample bundles "
                                            "(default: the committed warehouse/samples)."),
     images: bool = typer.Option(True, "--images/--no-images", help="Also export every chart as PNG and SVG."),
@@ -64,7 +65,7 @@ def demo(
     with writing(str(path)) as con:
         summary = build_demo(con, samples)
     typer.echo(summary.as_text())
-    index = build_site(str(path), site_url(site), images=images)
+    index = build_site(str(path), site or DEMO_SITE, images=images)
     typer.echo(f"report: {index}")
 
 
