@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Protocol
 
 from flows.errors import UserError
@@ -30,6 +31,13 @@ CURRENCIES = frozenset(
 
 class PriceError(UserError):
     """A price row or price file that cannot be used; the message says where, what and why."""
+
+
+def file_fetched_at(path: Path, what: str) -> datetime:
+    """A local price file's modification time (UTC, whole seconds), after checking it exists."""
+    if not path.is_file():
+        raise PriceError(f"{path}: no such {what}")
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).replace(microsecond=0)
 
 
 def utc(value: datetime | str, *, where: str, field: str) -> datetime:

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import yaml
 
-from tasks.pricing.base import DEFAULT_PERIOD, PriceError, PriceRow, utc
+from tasks.pricing.base import DEFAULT_PERIOD, PriceError, PriceRow, file_fetched_at, utc
 
 REQUIRED = ("provider", "region", "instance_type", "billing_mode", "currency", "price", "source", "effective_from")
-
-
-def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).replace(microsecond=0)
 
 
 def row_from_mapping(rec: dict, *, where: str, fetched_default: datetime) -> PriceRow:
@@ -71,9 +67,7 @@ class PriceBookFile:
 
     def fetch(self) -> list[PriceRow]:
         path = Path(self.path)
-        if not path.is_file():
-            raise PriceError(f"{path}: no such price file")
-        fetched = _mtime(path)
+        fetched = file_fetched_at(path, "price file")
         if self.fmt == "yaml":
             return self._yaml(path, fetched)
         if self.fmt != "csv":

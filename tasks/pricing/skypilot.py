@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tasks.pricing.base import PriceError, PriceRow
+from tasks.pricing.base import PriceError, PriceRow, file_fetched_at
 
 REQUIRED = ("InstanceType", "Price", "Region")  # the v7 columns a price cannot do without
 CURRENCY = "USD"  # SkyPilot catalogs quote USD (skypilot-catalog README, v7, 2026-12)
@@ -46,10 +46,8 @@ class SkyPilotCatalog:
 
     def fetch(self) -> list[PriceRow]:
         path = Path(self.path)
-        if not path.is_file():
-            raise PriceError(f"{path}: no such SkyPilot catalog file")
+        fetched = file_fetched_at(path, "SkyPilot catalog file")
         provider = self.provider or provider_from_path(path)
-        fetched = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).replace(microsecond=0)
         start = (self.effective_from or fetched).astimezone(timezone.utc)
         rows: list[PriceRow] = []
         self.skipped = 0
