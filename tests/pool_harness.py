@@ -135,6 +135,24 @@ class Harness:
         return self.start(name or f"worker-{pool}", ["prefect", "worker", "start", "--pool", pool,
                                                    "--type", "process", "--name", name or f"worker-{pool}"])
 
+    def wait_workers(self, pools: list[str], timeout_s: float = 90) -> None:
+        """Block until every pool has a live worker (Prefect's heartbeat rule, tasks.fanout.worker_live)."""
+        from datetime import datetime, timezone
+
+        from prefect.client.orchestration import get_client
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        from tasks.fanout import worker_live
+
+        deadline = time.monotonic() + timeout_s
+        with temporary_settings({PREFECT_API_URL: self.api}), get_client(sync_client=True) as c:
+            while time.monotonic() < deadline:
+                now = datetime.now(timezone.utc)
+                if all(any(worker_live(w, now) for w in c.read_workers_for_work_pool(p)) for p in pools):
+                    return
+                time.sleep(1)
+        raise RuntimeError(f"workers for {pools} never came online:\n{self.tail('worker-' + pools[0])}")
+
     def tail(self, name: str, chars: int = 4000) -> str:
         f = self.root / f"{name}.log"
         return f.read_text(errors="replace")[-chars:] if f.exists() else "(no log)"

@@ -64,19 +64,6 @@ def _client(api: str):
     return _Ctx()
 
 
-def _wait_workers(api: str, pools: list[str], timeout_s: float = 90) -> None:
-    from datetime import datetime, timezone
-
-    from tasks.fanout import worker_live
-
-    deadline = time.monotonic() + timeout_s
-    with _client(api) as c:
-        while time.monotonic() < deadline:
-            now = datetime.now(timezone.utc)
-            if all(any(worker_live(w, now) for w in c.read_workers_for_work_pool(p)) for p in pools):
-                return
-            time.sleep(1)
-    raise AssertionError(f"workers for {pools} never came online")
 
 
 def _running_probe(api: str, deployment: str, after, timeout_s: float = 180):
@@ -130,7 +117,7 @@ def test_pool_fanout_lands_both_then_survives_a_dead_worker(tmp_path):
         yaml_file = tmp_path / "prefect.yaml"
         h.run([sys.executable, "-m", "deploy.render", "--targets-file", str(targets), "--out", str(yaml_file)])
         h.run(["prefect", "--no-prompt", "deploy", "--all", "--prefect-file", str(yaml_file)])
-        _wait_workers(h.api, ["pool-a", "pool-b", "costgap-control"])
+        h.wait_workers(["pool-a", "pool-b", "costgap-control"])
 
         # 1a. ad hoc through Prefect: a control worker runs compare/adhoc, which fans out to the pools
         r = h.run(["prefect", "deployment", "run", "compare/adhoc", "--param", 'targets=["cpu-a","cpu-b"]',

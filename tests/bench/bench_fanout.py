@@ -65,7 +65,7 @@ def _measure(h, root: Path, targets: Path) -> int:
     from flows.compare import compare
 
     with temporary_settings({PREFECT_API_URL: h.api, PREFECT_LOGGING_LEVEL: "WARNING"}):
-        _wait_live(h, ["bench-pool-a", "bench-pool-b"])
+        h.wait_workers(["bench-pool-a", "bench-pool-b"])
         t0 = time.perf_counter()
         state = compare(targets=["bench-a", "bench-b"], profile="quick", warehouse=str(root / "wh.duckdb"),
                         site=str(root / "site"), results=str(root / "results"), targets_file=str(targets),
@@ -92,23 +92,6 @@ def _measure(h, root: Path, targets: Path) -> int:
     print(f"ratio            {ratio:7.2f}    wall / (max probe + {OVERHEAD_BUDGET_S:.0f} s); <= 1 meets the target")
     print(f"parallel speedup {total / wall:7.2f}x   sum of probes / wall")
     return 0 if ratio <= 1.0 else 1
-
-
-def _wait_live(h, pools: list[str], timeout_s: float = 90) -> None:
-    from datetime import datetime, timezone
-
-    from prefect.client.orchestration import get_client
-
-    from tasks.fanout import worker_live
-
-    deadline = time.monotonic() + timeout_s
-    with get_client(sync_client=True) as c:
-        while time.monotonic() < deadline:
-            now = datetime.now(timezone.utc)
-            if all(any(worker_live(w, now) for w in c.read_workers_for_work_pool(p)) for p in pools):
-                return
-            time.sleep(1)
-    raise RuntimeError(f"workers for {pools} never came online:\n{h.tail('worker-' + pools[0])}")
 
 
 if __name__ == "__main__":
