@@ -138,7 +138,7 @@ class Measurement(_Strict):
     peak: float | None = Field(default=None, gt=0)
     peak_source: str | None = None
     repeats: int = Field(ge=1)
-    statistic: Literal["median", "max", "mean", "min", "p95", "trimmed_median", "single"]
+    statistic: Literal["median", "max", "mean", "min", "p95", "trimmed_median", "median_top5", "single"]
     spread: float | None = Field(default=None, ge=0)
     spread_kind: Literal["iqr", "stdev", "max_minus_min", "mad"] | None = None
     flags: list[str] = Field(default_factory=list)
@@ -170,7 +170,7 @@ class Finetune(_Strict):
     step_time_median_s: float | None = Field(default=None, gt=0)
     step_time_p10_s: float | None = Field(default=None, gt=0)
     step_time_p90_s: float | None = Field(default=None, gt=0)
-    window_tokens_per_s: list[float] = Field(default_factory=list)  # steady-state windows
+    window_tokens_per_s: list[float] = Field(default_factory=list)  # every timed window (steady.py)
     steady: bool | None = None
     compile_s: float | None = Field(default=None, ge=0)
     build_s: float | None = Field(default=None, ge=0)

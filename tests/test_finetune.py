@@ -56,6 +56,16 @@ def test_steady_rule_fills_windows_and_flags_unstable_when_never_settled():
     assert len(r["window_tokens_per_s"]) == r["steps_timed"] >= 1  # every step closes a 1 ms window
 
 
+def test_tokens_per_s_comes_from_the_steady_part_of_the_window():
+    from tasks.probe.finetune import steady_steps
+
+    # 9 windows of 2 steps; the first third (3 windows, 6 steps) is the transient
+    res = {"step_time_s": [0.5] * 6 + [1.0] * 12, "window_steps": [2] * 9}
+    assert steady_steps(res) == [1.0] * 12
+    fixed = {"step_time_s": [0.5, 1.0], "window_steps": []}  # fixed steps: every step counts
+    assert steady_steps(fixed) == [0.5, 1.0]
+
+
 def test_injected_oom_halves_the_micro_batch_and_records_each_try():
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
                               options={**FAST, "inject_oom_above": 1})

@@ -28,6 +28,7 @@ from tasks.probe import data as fdata
 from tasks.probe import presets as fpresets
 from tasks.probe.finetune_record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
 from tasks.probe.flops import flops_per_token, mfu
+from tasks.probe.steady import steady_start
 from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
                                make_scaler, make_step, timed_phase)
 
@@ -149,7 +150,8 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     first = float(warm_losses[0])
     if not math.isfinite(first):
         raise NonFiniteLoss("loss became NaN/Inf in warm-up")
-    med = statistics.median(res["step_time_s"])
+    timed = steady_steps(res)
+    med = statistics.median(timed)
     tps = tokens_per_step / med
     fpt = flops_per_token(mode=p.mode if p.mode != "qlora" else "lora", n_non_embedding=meta["params_non_embedding"],
                           n_layers=cfg.num_hidden_layers, hidden=cfg.hidden_size, seq_len=p.seq_len,
@@ -165,7 +167,7 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
         "params_trainable": meta["params_trainable"], "params_non_embedding": meta["params_non_embedding"],
         "steps_warmup": len(warm_losses), "steps_timed": len(res["step_time_s"]),
         "tokens_per_s": tps, "step_time_s": res["step_time_s"], "step_time_median_s": med,
-        "step_time_p10_s": _quantile(res["step_time_s"], 0.1), "step_time_p90_s": _quantile(res["step_time_s"], 0.9),
+        "step_time_p10_s": _quantile(timed, 0.1), "step_time_p90_s": _quantile(timed, 0.9),
         "window_tokens_per_s": res["window_tokens_per_s"], "steady": res["steady"],
         "compile_s": max(0.0, first_s - med) if compile_ else None,
         "build_s": meta["build_s"], "flops_per_token": fpt, "peak_tflops": peak, "mfu": mfu(tps, fpt, peak),
@@ -178,6 +180,16 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     }
     del model, optimizer, runner, step
     return out
+
+
+def steady_steps(res: dict) -> list[float]:
+    """Step times of the steady part (tasks.probe.steady: the last two thirds of the windows) when
+    the steady rule ran; every timed step under fixed steps. Median tokens/s comes from these, so
+    the power-cap transient at the start of the window is not averaged into a long job's rate."""
+    counts = res.get("window_steps") or []
+    if len(counts) < 3:
+        return res["step_time_s"]
+    return res["step_time_s"][sum(counts[:steady_start(len(counts))]):]
 
 
 def _now() -> str:

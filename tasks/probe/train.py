@@ -9,7 +9,7 @@ Signatures other probes use (G's distributed fine-tune):
     train_steps(model, batches, steps, *, optimizer, precision="fp32", device="cpu", scaler=None)
         -> {"step_time_s": [...], "losses": [...]}    # plain loop, every step timed, no warm-up logic
     timed_phase(step, next_batch, *, tokens_per_step, device, rule=None, fixed_steps=None, deadline=inf)
-        -> {"step_time_s", "losses", "window_tokens_per_s", "steady"}
+        -> {"step_time_s", "losses", "window_tokens_per_s", "window_steps", "steady"}
 GPU steps are timed with CUDA events (synchronised once per window, not per step); CPU steps with
 the host clock (CPU work is synchronous).
 """
@@ -119,6 +119,7 @@ def timed_phase(step, next_batch, *, tokens_per_step: int, device: str, rule: St
     step_times: list[float] = []
     losses: list[torch.Tensor] = []
     windows: list[float] = []
+    window_steps: list[int] = []
     pending: list = []
     steady, elapsed = None, 0.0
     win_t0 = time.perf_counter()
@@ -144,13 +145,14 @@ def timed_phase(step, next_batch, *, tokens_per_step: int, device: str, rule: St
         if fixed_steps is not None:
             break
         windows.append(len(times) * tokens_per_step / sum(times))
+        window_steps.append(len(times))
         elapsed += sum(times)
         stop, steady = should_stop(windows, elapsed, rule)
         if stop:
             break
         win_t0 = time.perf_counter()
     return {"step_time_s": step_times, "losses": torch.stack(losses).float().tolist(),
-            "window_tokens_per_s": windows, "steady": steady}
+            "window_tokens_per_s": windows, "window_steps": window_steps, "steady": steady}
 
 
 def train_steps(model, batches, steps: int, *, optimizer, precision: str = "fp32", device: str = "cpu",
