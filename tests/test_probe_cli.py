@@ -72,8 +72,8 @@ def test_quick_bundle_validates_and_records_every_task(quick_run):
     assert b.profile == "quick" and b.target == "local" and b.schema_version == 1
     assert b.environment.cpu_cores and b.environment.torch
     tasks = {a.task for a in b.attempts}
-    for t in ("environment", "gemm:fp32", "gemm:mm2048", "gemm_sustained", "memory", "hostdev",
-              "storage", "feed", "allreduce"):
+    for t in ("environment", "gemm:fp32", "gemm:mm2048", "gemm_sustained", "gemm_sustained:fixed",
+              "memory", "hostdev", "storage", "feed", "allreduce"):
         assert t in tasks, t
     assert any(t.startswith("finetune") for t in tasks)
     metrics = {(m.benchmark, m.metric) for m in b.measurements}

@@ -82,6 +82,18 @@ def test_hostdev_and_sustained_not_applicable_on_cpu():
         measure_hostdev(HostDevConfig(), device="cpu")
     with pytest.raises(NotApplicable):
         measure_sustained(SustainedConfig(), device="cpu", shape=None, burst_tflops=None, spec=UNKNOWN)
+    with pytest.raises(NotApplicable):
+        measure_sustained(SustainedConfig(), device="cpu", shape=None, burst_tflops=None, spec=UNKNOWN,
+                          variant="fixed")
+    with pytest.raises(ValueError, match="variant"):
+        measure_sustained(SustainedConfig(), device="cpu", shape=None, burst_tflops=None, spec=UNKNOWN,
+                          variant="longest")
+
+
+@pytest.mark.parametrize("shape", [(2048, 7168), (0, 1, 1), (2048.0, 7168, 4096)])
+def test_bad_fixed_sustained_shape_names_the_field(shape):
+    with pytest.raises(ValueError, match="fixed_shape"):
+        SustainedConfig(fixed_shape=shape)
 
 
 def test_storage_seq_and_small_files_cleaned_up(tmp_path):

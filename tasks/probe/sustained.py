@@ -7,6 +7,10 @@ search's best shape runs back to back (no L2 flush: a training loop's steady loa
 `window_s`, each timed with one CUDA event pair; sustained = trimmed median of the window
 TFLOP/s, ratio = sustained / burst. Each window's NVML conditions (SM clock, power, temperature,
 clock-event reasons) are kept; a power-capped H200 shows "sw_power_cap" and a ~1575 MHz clock.
+
+The same loop then holds SustainedConfig.fixed_shape (variant "fixed", metric
+`<dtype>_sustained_fixed_tflops`): one shape on every instance type, so the figure compares like
+for like across types and over time whatever shape the search picked.
 """
 
 from __future__ import annotations
@@ -26,11 +30,19 @@ VERSION = "1"
 
 def measure_sustained(cfg: SustainedConfig, *, device: str, shape: list[int] | None,
                       burst_tflops: float | None, spec: GpuSpec, sampler=None,
-                      dtype: str = "bf16") -> list[dict]:
+                      dtype: str = "bf16", variant: str = "best") -> list[dict]:
+    """variant "best": the search's best shape, plus the sustained / burst ratio; "fixed": the
+    profile's fixed shape (no ratio: the burst was measured at another shape)."""
+    if variant not in ("best", "fixed"):
+        raise ValueError(f"variant = {variant!r}: expected 'best' or 'fixed'")
     if not str(device).startswith("cuda"):
         raise NotApplicable("sustained GEMM needs a CUDA device (power caps and clocks are GPU facts)")
     if not cfg.enabled:
         raise NotApplicable("sustained GEMM disabled in this profile")
+    if variant == "fixed":
+        if cfg.fixed_shape is None:
+            raise NotApplicable("no fixed sustained shape in this profile")
+        shape, burst_tflops = list(cfg.fixed_shape), None
     m, n, k = shape or (4096, 8192, 4096)
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     a = torch.randn(m, k, device=device, dtype=dt)
@@ -60,14 +72,16 @@ def measure_sustained(cfg: SustainedConfig, *, device: str, shape: list[int] | N
         "window_power_w": [c["power_w_median"] if c else None for c in conds],
     }
     last = next((c for c in reversed(conds) if c), None)
-    params = {"dtype": dtype, "m": m, "n": n, "k": k, "duration_s": round(total_s, 2),
+    params = {"dtype": dtype, "m": m, "n": n, "k": k, "duration_s": round(total_s, 2), "shape_source":
+              "fixed" if variant == "fixed" else ("search_best" if shape else "default"),
               "window_s": cfg.window_s,
         "calls_per_window": reps, "trim": cfg.trim, "burst_tflops": burst_tflops,
         "sustained_over_burst": round(ratio, 4) if ratio else None,
         "last_window_sm_clock_mhz": last["sm_clock_mhz_median"] if last else None,
         "last_window_power_w": last["power_w_median"] if last else None,
         "temp_c_max": cond["temp_c_max"] if cond else None, **per_window}
-    result = [measurement(BENCHMARK, VERSION, f"{dtype}_sustained_tflops", sustained, "TFLOP/s",
+    metric = f"{dtype}_sustained_fixed_tflops" if variant == "fixed" else f"{dtype}_sustained_tflops"
+    result = [measurement(BENCHMARK, VERSION, metric, sustained, "TFLOP/s",
                           params=params, repeats=len(windows), statistic="trimmed_median",
                           spread=max(windows) - min(windows), spread_kind="max_minus_min",
                           peak=peak, peak_source=spec.peak_source if peak else None,
