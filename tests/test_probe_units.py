@@ -16,7 +16,7 @@ from tasks.probe.hostdev import link_ceiling_gbps
 from tasks.probe.profiles import PROFILES, GemmConfig, SustainedConfig, get_profile
 from tasks.probe.record import classify, measurement, run_task
 from tasks.probe.specs import catalog, lookup
-from tasks.probe.timing import iqr, median, percentile, trimmed_median
+from tasks.probe.timing import iqr, median, median_top, percentile, trimmed_median
 
 
 @pytest.mark.parametrize("xs,q,expected", [
@@ -37,6 +37,17 @@ def test_median_iqr_trimmed():
         trimmed_median([1.0], 0.6)
     with pytest.raises(ValueError):
         percentile([], 50)
+
+
+def test_median_top_is_the_burst_peak_a_slow_minority_cannot_drag_down():
+    # 100 calls, 60 of them slowed (as an H200 showed at an unchanged 1980 MHz reading): the plain
+    # median falls to the slow mode, the median of the 5 fastest stays at the fast calls.
+    calls = [729.0] * 60 + [820.0, 822.0, 824.0, 826.0, 828.0] + [800.0] * 35
+    assert median(calls) == 729.0
+    assert median_top(calls, 5) == 824.0
+    assert median_top([3.0, 1.0], 5) == 2.0  # fewer than k: all of them
+    with pytest.raises(ValueError):
+        median_top([], 5)
 
 
 @pytest.mark.parametrize("algbw,n,expected", [(100.0, 1, 0.0), (100.0, 2, 100.0),

@@ -44,6 +44,16 @@ def trimmed_median(xs: Sequence[float], trim: float = 0.1) -> float:
     return median(s[k : len(s) - k] if len(s) - 2 * k > 0 else s)
 
 
+def median_top(xs: Sequence[float], k: int = 5) -> float:
+    """Median of the k largest values (all of them when there are fewer): mamf-finder v4's MAMF
+    statistic, a burst peak that a few calls slowed by the power controller cannot drag down."""
+    if not xs:
+        raise ValueError("median_top of an empty sequence")
+    if k < 1:
+        raise ValueError(f"median_top k must be >= 1, got {k!r}")
+    return median(sorted(float(x) for x in xs)[-k:])
+
+
 def mean(xs: Sequence[float]) -> float:
     if not xs:
         raise ValueError("mean of an empty sequence")
