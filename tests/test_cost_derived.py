@@ -81,6 +81,20 @@ def test_repeatability_per_environment(tmp_path):
     assert r["h100x8"]["torch"] == "2.5.1"
 
 
+def test_repeatability_never_mixes_measurement_methods(tmp_path):
+    con = warehouse(tmp_path / "w.duckdb")
+    _two_instances(con)
+    for seq, (rid, version, value) in enumerate([("h0", "3", 816.0), ("h1", "3", 826.0), ("h2", "4", 824.0)]):
+        con.execute("insert into measurements (run_id, seq, benchmark, benchmark_version, metric, value, unit,"
+                    " repeats, statistic) values (?, 0, 'gemm', ?, 'bf16_tflops', ?, 'TFLOP/s', 100, 'median')",
+                    [rid, version, value])
+    rows = {(x["method_version"], x["runs"]): x for x in repeatability(con, target="h100x8").to_dicts()
+            if x["metric"] == "bf16_tflops"}
+    assert set(rows) == {("3", 2), ("4", 1)}
+    assert rows[("3", 2)]["cv"] == pytest.approx(7.0710678 / 821.0)
+    assert rows[("4", 1)]["cv"] is None  # one run: no spread yet
+
+
 def test_cli_targets_and_errors(tmp_path):
     path = tmp_path / "w.duckdb"
     con = warehouse(path)
