@@ -57,13 +57,11 @@ def test_steady_rule_fills_windows_and_flags_unstable_when_never_settled():
 
 
 def test_tokens_per_s_comes_from_the_steady_part_of_the_window():
-    from tasks.probe.finetune import steady_steps
+    from tasks.probe.steady import steady_steps
 
     # 9 windows of 2 steps; the first third (3 windows, 6 steps) is the transient
-    res = {"step_time_s": [0.5] * 6 + [1.0] * 12, "window_steps": [2] * 9}
-    assert steady_steps(res) == [1.0] * 12
-    fixed = {"step_time_s": [0.5, 1.0], "window_steps": []}  # fixed steps: every step counts
-    assert steady_steps(fixed) == [0.5, 1.0]
+    assert steady_steps([0.5] * 6 + [1.0] * 12, [2] * 9) == [1.0] * 12
+    assert steady_steps([0.5, 1.0], []) == [0.5, 1.0]  # fixed steps: every step counts
 
 
 def test_injected_oom_halves_the_micro_batch_and_records_each_try():

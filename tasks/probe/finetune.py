@@ -28,7 +28,7 @@ from tasks.probe import data as fdata
 from tasks.probe import presets as fpresets
 from tasks.probe.finetune_record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
 from tasks.probe.flops import flops_per_token, mfu
-from tasks.probe.steady import steady_start
+from tasks.probe.steady import steady_steps
 from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
                                make_scaler, make_step, timed_phase)
 
@@ -150,7 +150,7 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     first = float(warm_losses[0])
     if not math.isfinite(first):
         raise NonFiniteLoss("loss became NaN/Inf in warm-up")
-    timed = steady_steps(res)
+    timed = steady_steps(res["step_time_s"], res["window_steps"])  # tokens/s from the steady part
     med = statistics.median(timed)
     tps = tokens_per_step / med
     fpt = flops_per_token(mode=p.mode if p.mode != "qlora" else "lora", n_non_embedding=meta["params_non_embedding"],
@@ -180,16 +180,6 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     }
     del model, optimizer, runner, step
     return out
-
-
-def steady_steps(res: dict) -> list[float]:
-    """Step times of the steady part (tasks.probe.steady: the last two thirds of the windows) when
-    the steady rule ran; every timed step under fixed steps. Median tokens/s comes from these, so
-    the power-cap transient at the start of the window is not averaged into a long job's rate."""
-    counts = res.get("window_steps") or []
-    if len(counts) < 3:
-        return res["step_time_s"]
-    return res["step_time_s"][sum(counts[:steady_start(len(counts))]):]
 
 
 def _now() -> str:

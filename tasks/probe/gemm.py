@@ -91,10 +91,11 @@ def time_shape(m: int, n: int, k: int, dtype: str, device: str, *, warmup: int, 
     flops = 2.0 * m * n * k
     tflops = [flops / t / 1e12 for t in times if t > 0]
     del a, b, out
-    burst = median_top(tflops, BURST_TOP) if is_cuda(device) else median(tflops)
-    return {"shape": [m, n, k], "tflops": burst, "statistic": "median_top5" if is_cuda(device) else "median",
-            "tflops_median": median(tflops),
-            "tflops_max": max(tflops), "tflops_iqr": iqr(tflops), "iters": len(tflops)}
+    cuda = is_cuda(device)
+    burst = median_top(tflops, BURST_TOP) if cuda else median(tflops)
+    return {"shape": [m, n, k], "tflops": burst, "statistic": f"median_top{BURST_TOP}" if cuda else "median",
+            "tflops_median": median(tflops), "tflops_max": max(tflops), "tflops_iqr": iqr(tflops),
+            "iters": len(tflops)}
 
 
 def _flush_buffer(cfg: GemmConfig, device: str) -> torch.Tensor | None:

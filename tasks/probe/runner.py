@@ -138,10 +138,9 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
         prof.sustained, device=device, spec=spec, sampler=sampler,
         shape=[b["params"]["m"], b["params"]["n"], b["params"]["k"]] if b else None,
         burst_tflops=b["value"] if b else None))
-    if prof.sustained.fixed_shape:
-        task("gemm_sustained:fixed", lambda: measure_sustained(
-            prof.sustained, device=device, spec=spec, sampler=sampler, shape=None,
-            burst_tflops=None, variant="fixed"))
+    task("gemm_sustained:fixed", lambda: measure_sustained(
+        prof.sustained, device=device, spec=spec, sampler=sampler, shape=None,
+        burst_tflops=None, variant="fixed"))
     task("memory", lambda: measure_memory(prof.memory, device=device, spec=spec, sampler=sampler))
     task("hostdev", lambda: measure_hostdev(prof.hostdev, device=device, sampler=sampler))
     task("storage", lambda: measure_storage(prof.storage, sampler=sampler))

@@ -69,6 +69,15 @@ def steady_spread(windows: list[float]) -> float | None:
     return spread(windows[steady_start(len(windows)):])
 
 
+def steady_steps(step_times: list[float], window_steps: list[int]) -> list[float]:
+    """Step times of the steady part when the steady rule ran (window_steps: steps per window);
+    every step under fixed steps (no windows). The median tokens/s comes from these, so the
+    power-cap transient at the start is not averaged into a long job's rate."""
+    if len(window_steps) < 3:
+        return step_times
+    return step_times[sum(window_steps[:steady_start(len(window_steps))]):]
+
+
 def is_settled(windows: list[float], rule: SteadyRule = SteadyRule()) -> bool:
     """True when there are enough windows, the last third is within tolerance of the middle third,
     and the steady part's spread is within tolerance as well."""
