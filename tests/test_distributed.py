@@ -15,7 +15,7 @@ import torch
 from tasks.bundle import Environment, parse_bundle
 from tasks.canonical import canonical_json
 from tasks.probe import distributed, interconnect
-from tasks.probe.collectives import busbw_gbps
+from tasks.probe.bandwidth import busbw_gbps
 from tasks.probe.distributed import CPU_CI, MultiGpuConfig, run_multi_gpu
 from tasks.probe.profiles import get_profile
 from tests.factories import bundle_doc

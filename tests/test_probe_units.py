@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from tasks.probe import nvml
-from tasks.probe.collectives import algbw_gbps, busbw_gbps
+from tasks.probe.bandwidth import algbw_gbps, busbw_gbps
 from tasks.probe.hostdev import link_ceiling_gbps
 from tasks.probe.profiles import PROFILES, GemmConfig, SustainedConfig, get_profile
 from tasks.probe.record import classify, measurement, run_task

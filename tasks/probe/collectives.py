@@ -1,31 +1,18 @@
 """Collectives entry: NCCL all-reduce algbw/busbw over a size sweep when >= 2 GPUs are visible.
 
-    python -c "from tasks.probe.collectives import busbw_gbps; print(busbw_gbps(100.0, 8))"
+    python -c "from tasks.probe.collectives import measure_collectives; print(measure_collectives(None, device='cpu'))"
 
-busbw = algbw * 2(n-1)/n (nccl-tests' PERFORMANCE.md: the bus bandwidth of a ring all-reduce,
-comparable across GPU counts). The process launch lives in G's tasks.probe.distributed; with one
-GPU (or none) the task is recorded as not applicable, never as failed.
+The formulas (algbw, busbw = algbw * 2(n-1)/n) live in tasks.probe.bandwidth and are re-exported
+here; the process launch lives in G's tasks.probe.distributed; with one GPU (or none) the task is
+recorded as not applicable, never as failed.
 """
 
 from __future__ import annotations
 
 import time
 
+from tasks.probe.bandwidth import algbw_gbps, busbw_gbps  # noqa: F401  (re-exported)
 from tasks.probe.record import attempt, classify, iso_now
-
-
-def busbw_gbps(algbw_gbps: float, n: int) -> float:
-    """Bus bandwidth of an all-reduce over `n` ranks from its algorithm bandwidth."""
-    if n < 1:
-        raise ValueError(f"n = {n!r}: expected >= 1 ranks")
-    return algbw_gbps * 2 * (n - 1) / n
-
-
-def algbw_gbps(nbytes: int, seconds: float) -> float:
-    """Algorithm bandwidth: bytes of the buffer over the time of one all-reduce."""
-    if seconds <= 0:
-        raise ValueError(f"seconds = {seconds!r}: expected > 0")
-    return nbytes / seconds / 1e9
 
 
 def visible_gpus() -> int:

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tasks.probe.collectives import algbw_gbps, busbw_gbps  # A's formulas: algbw, algbw*2(n-1)/n
+from tasks.probe.bandwidth import algbw_gbps, busbw_gbps  # algbw, algbw*2(n-1)/n (nccl-tests)
 from tasks.probe.distributed_launch import FORCED_ENV, launch  # noqa: F401  (FORCED_ENV re-exported)
 from tasks.probe.presets import get_preset
 from tasks.probe.record import attempt, iso_now, measurement
