@@ -17,13 +17,12 @@ import socket
 import subprocess
 from typing import Any
 
-from tasks.probe import nvml
+from tasks.probe import container, nvml
 
 SMI_FIELDS = ("name", "uuid", "memory.total", "driver_version", "pcie.link.gen.current",
               "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
               "ecc.mode.current", "power.limit", "clocks.max.sm", "clocks.max.mem",
               "persistence_mode", "mig.mode.current", "pci.bus_id")
-IMAGE_ENV_VARS = ("COSTGAP_IMAGE", "CONTAINER_IMAGE", "IMAGE_TAG")  # set by deploy/ job templates
 
 
 def _try(fn, *args, default=None):
@@ -71,12 +70,14 @@ def host_info() -> dict[str, Any]:
     except (OSError, ValueError):
         pass
     affinity = _try(os.sched_getaffinity, 0)
-    image = next((os.environ[v] for v in IMAGE_ENV_VARS if os.environ.get(v)), None)
+    box = _try(container.detect, default={}) or {}
     return {
         "hostname": socket.gethostname(), "os": platform.system(), "kernel": platform.release(),
         "python": platform.python_version(), "cpu_model": cpu_model or platform.processor() or None,
         "cpu_cores": os.cpu_count(), "ram_gib": round(meminfo_kib / 2**20, 2) if meminfo_kib else None,
-        "cpu_affinity": cpu_list(affinity) if affinity else None, "container_image": image,
+        "cpu_affinity": cpu_list(affinity) if affinity else None,
+        "container_image": box.get("container_image"),
+        "_extra": {k: v for k, v in box.items() if k != "container_image" and v is not None},
     }
 
 
@@ -215,7 +216,9 @@ def smi_info() -> dict[str, Any] | None:
 def fingerprint() -> dict[str, Any]:
     """The bundle's `environment` dict."""
     env: dict[str, Any] = {"gpu_count": 0, "source": "none", "extra": {}}
-    env.update(host_info())
+    host = host_info()
+    env["extra"].update(host.pop("_extra", {}))
+    env.update(host)
     tinfo = torch_info()
     env["extra"].update(tinfo.pop("extra", {}))
     env.update(tinfo)
