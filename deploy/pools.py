@@ -19,7 +19,7 @@ import json
 import sys
 
 from flows.settings import DEFAULT_TARGETS
-from tasks.targets import Target, load_targets
+from tasks.dispatch.targets import Target, load_targets
 
 IMAGE = "ghcr.io/your-org/costgap:latest"  # build from this repo with the probe extra; pin a digest
 RESULTS = "s3://your-bucket/costgap/results"  # the shared results store the compare flow reads

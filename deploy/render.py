@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from flows.settings import DEFAULT_TARGETS
-from tasks.targets import load_targets
+from tasks.dispatch.targets import load_targets
 
 CONTROL_POOL = "costgap-control"  # process pool where compare/report/prices run (next to the warehouse)
 WEEKLY_CRON = "0 3 * * 1"  # Mondays 03:00 UTC: GPU fleets are quietest, prices refreshed at 02:00

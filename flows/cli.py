@@ -41,7 +41,7 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    from flows.errors import UserError
+    from tasks.errors import UserError
 
     # The ephemeral Prefect server would otherwise try to phone home (and log an error offline).
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -6,10 +6,10 @@
 Per target (deploy/targets.toml), concurrently on a thread pool:
 - `local`: the probe flow as a subflow; the probe itself runs in a child process;
 - `pool`: run_deployment("probe/<id>") as a subflow on the target's work pool, watched until it
-  ends, its timeout passes or its pool loses every live worker (tasks.fanout.wait_for_run);
+  ends, its timeout passes or its pool loses every live worker (tasks.dispatch.fanout.wait_for_run);
 - `import`: the bundles in the target's inbox.
 Bundles are read from the results store and each target lands as soon as its run ends, so a slow
-target never holds up the others. Landing (validated by tasks.land) holds the Prefect global
+target never holds up the others. Landing (validated by tasks.landing.land) holds the Prefect global
 concurrency limit `warehouse-write` (1 slot, created if missing): concurrent compare runs and
 targets queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
 is read back from Prefect and landed as attempts. The flow ends Completed when every target
@@ -33,10 +33,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows import settings
 from flows.probe import probe
 from flows.report import report_and_artifacts
-from tasks import fanout, prefect_runs
-from tasks.fanout import Outcome
-from tasks.results import ResultsStore
-from tasks.targets import Target, load_targets_or_local, select
+from tasks.dispatch import fanout, prefect_runs
+from tasks.dispatch.fanout import Outcome
+from tasks.dispatch.results import ResultsStore
+from tasks.dispatch.targets import Target, load_targets_or_local, select
 
 WRITE_LIMIT = "warehouse-write"  # Prefect global concurrency limit held while landing
 # The slot's lease is renewed while held; a holder killed mid-landing frees it after this long
@@ -111,7 +111,7 @@ def _run_pool(t: Target, profile: str, results: str, skip: list[str], worker_gra
 def _run_import(t: Target) -> Outcome:
     import fsspec
 
-    from tasks.dispatch import inbox_bundles
+    from tasks.dispatch.child import inbox_bundles
 
     o = Outcome(t.id, "import", "missing", started_at=_now())
     fs, root = fsspec.core.url_to_fs(t.inbox)
@@ -157,7 +157,7 @@ def ensure_write_limit(name: str = WRITE_LIMIT, slots: int = 1) -> None:
 
 def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
     """Land one target's bundles, Prefect attempts and dispatches row, holding warehouse-write."""
-    from tasks.land import land_paths, record_prefect_attempts
+    from tasks.landing.land import land_paths, record_prefect_attempts
     from warehouse.db import writing
 
     log = get_run_logger()
@@ -175,7 +175,7 @@ def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
 @task(name="sync-targets", cache_policy=NO_CACHE)
 def sync_targets(warehouse: str, targets: list[Target]) -> None:
     """The targets file's facts (provider, region, instance type...) into the targets table."""
-    from tasks import targets as targets_mod
+    from tasks.dispatch import targets as targets_mod
     from warehouse.db import writing
 
     with write_slot(), writing(warehouse) as con:
@@ -198,7 +198,7 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     chosen = select(load_targets_or_local(file, explicit=explicit), targets, str(file))
     log.info("comparing %d target(s): %s (profile %s)", len(chosen), ", ".join(t.id for t in chosen), profile)
     ensure_write_limit()
-    threading.Thread(target=importlib.import_module, args=("tasks.land",), daemon=True).start()  # GX
+    threading.Thread(target=importlib.import_module, args=("tasks.landing.land",), daemon=True).start()  # GX
     # imports take seconds: load them while the probes run, not after
     run_id = str(runtime.flow_run.id or "cli")
     synced = sync_targets.submit(warehouse, chosen)

@@ -3,8 +3,8 @@
     prefect deployment run 'probe/local' --param profile=quick      # via a worker (deploy/prefect.yaml)
     python -c "from flows.probe import probe; print(probe('local', 'quick', 'results'))"
 
-The probe itself runs in a child process (tasks.dispatch), so a torch crash or an OOM kill fails a
-task run, which Prefect retries and records (run_count, state history: tasks.prefect_runs reads
+The probe itself runs in a child process (tasks.dispatch.child), so a torch crash or an OOM kill fails a
+task run, which Prefect retries and records (run_count, state history: tasks.dispatch.prefect_runs reads
 them back). The bundle lands in <results>/<target>/<flow_run_id>/, where the compare flow looks.
 """
 
@@ -14,8 +14,8 @@ import tempfile
 
 from prefect import flow, get_run_logger, runtime, task
 
-from tasks import dispatch
-from tasks.results import ResultsStore
+from tasks.dispatch import child
+from tasks.dispatch.results import ResultsStore
 
 PROBE_RETRIES = 1  # one retry absorbs a transient failure (a flaky driver, an OOM on a busy GPU)
 
@@ -28,8 +28,8 @@ class ProbeFailed(RuntimeError):
 def probe_child(profile: str, target: str, out_dir: str, skip: list[str], origin: dict,
                 timeout_s: float) -> str:
     log = get_run_logger()
-    res = dispatch.run_probe_child(profile, target, out_dir, skip=skip, origin=origin,
-                                   timeout_s=timeout_s, log=log.info)
+    res = child.run_probe_child(profile, target, out_dir, skip=skip, origin=origin,
+                                timeout_s=timeout_s, log=log.info)
     if not res.ok:
         raise ProbeFailed(f"{res.error_kind}: probe exited {res.returncode}: {res.stderr_tail[-1500:]}")
     log.info("probe wrote %s in %.1f s", res.bundle, res.duration_s)

@@ -3,8 +3,8 @@
     prefect deployment run 'report/after-compare'
     python -c "from flows.report import report; print(report('costgap.duckdb', 'site'))"
 
-The site is reports.site.build_site (helper E's); the headline table is tasks.cost.cost_table and
-the findings tasks.changepoint.detect (helper D's). The compare flow calls `report_and_artifacts`
+The site is reports.site.build_site (helper E's); the headline table is tasks.cost.table.cost_table and
+the findings tasks.cost.changepoint.detect (helper D's). The compare flow calls `report_and_artifacts`
 so that its artifacts attach to the compare run: a markdown artifact `costgap-headline` (cost
 table, change points, per-target outcome) and a link artifact `costgap-report` to the site.
 """
@@ -18,7 +18,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import settings
-from tasks.summary import HEADLINE_COLUMNS, findings_markdown, frame_markdown, headline_text
+from reports.text import HEADLINE_COLUMNS, findings_markdown, frame_markdown, headline_text
 
 
 @task(name="build-site", cache_policy=NO_CACHE)
@@ -31,8 +31,8 @@ def build_site(warehouse: str, site: str) -> str:
 @task(name="headline", cache_policy=NO_CACHE)
 def headline(warehouse: str) -> dict:
     """The cost table and the significant change points, as text and markdown."""
-    from tasks.changepoint import detect
-    from tasks.cost import cost_table
+    from tasks.cost.changepoint import detect
+    from tasks.cost.table import cost_table
     from warehouse.db import reading
 
     with reading(warehouse) as con:

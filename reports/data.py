@@ -2,8 +2,8 @@
 
     python -c "import duckdb; from reports.data import load; print(load(duckdb.connect('costgap.duckdb', read_only=True)).targets)"
 
-Relational summaries come from warehouse/queries/report_*.sql. The cost model (tasks.cost) and the
-change detector (tasks.changepoint) belong to the pricing area: they are called through `_optional`,
+Relational summaries come from warehouse/queries/report_*.sql. The cost model (tasks.cost.table) and the
+change detector (tasks.cost.changepoint) belong to the pricing area: they are called through `_optional`,
 so a function that is missing or fails renders as an explicit "no data yet" state, not a crash.
 Nothing here returns raw telemetry rows; every table is bounded (weeks x targets, or a LIMIT).
 """
@@ -28,12 +28,12 @@ Rows = list[dict[str, Any]]
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """What the report computes. Defaults match the cost model's defaults (tasks.cost)."""
+    """What the report computes. Defaults match the cost model's defaults (tasks.cost.table)."""
 
     baseline: str | None = None  # target the gap is measured against; None = the cheapest row
     window_days: int = 30  # cost window, and the length of each "why it moved" window
     billing: str = "on_demand"  # price basis shown; the headline is comparable only within one mode
-    currency: str = "USD"  # reporting currency (FX-converted by tasks.cost)
+    currency: str = "USD"  # reporting currency (FX-converted by tasks.cost.table)
     runs_per_target: int = 200  # raw run rows on a target page: bounds page weight at any scale
     list_limit: int = 200  # quarantine / throttled rows listed (the total is shown beside)
     why_max_pairs: int = 8  # waterfalls drawn on "why it moved": one per target vs the baseline
@@ -149,7 +149,7 @@ def _recover(con: duckdb.DuckDBPyConnection) -> None:
 
 def _cost(con, cfg: ReportConfig, as_of: datetime | None) -> Section:
     result, note = _optional(
-        "tasks.cost", "cost_table", con, as_of=as_of, window_days=cfg.window_days, billing=cfg.billing,
+        "tasks.cost.table", "cost_table", con, as_of=as_of, window_days=cfg.window_days, billing=cfg.billing,
         currency=cfg.currency,
     )
     return Section(rows=_frame_rows(result), note=note)
@@ -159,7 +159,7 @@ def pick_baseline(cost: Rows, wanted: str | None, known: list[str]) -> str | Non
     """The chosen baseline, or the cheapest priced row's target. Unknown names are a user error."""
     if wanted is not None:
         if wanted not in known:
-            from flows.errors import UserError
+            from tasks.errors import UserError
 
             shown = ", ".join(known[:12]) or "none"
             raise UserError(f"--baseline {wanted!r}: no such target in the warehouse (known: {shown})")
@@ -187,12 +187,12 @@ def _when(value: Any) -> datetime:
 def _why(con, cfg: ReportConfig, cost: Rows, baseline: str | None, latest: datetime | None, changes: Rows) -> Section:
     """Gap decomposition between the previous and the latest window, each target vs the baseline.
 
-    One tasks.cost.cost_table call per window gives P, X and R for every target at once; the terms
+    One tasks.cost.table.cost_table call per window gives P, X and R for every target at once; the terms
     are the cost model's exact decomposition ln(C_A/C_B) = ln(P_A/P_B) - ln(X_A/X_B) + ln(R_A/R_B)
-    in each window (what tasks.cost.gap_window computes), and their change is what moved the gap.
-    tasks.cost.gap_between_windows gives the same terms per pair, but costs ~1 s per pair at 100k runs
+    in each window (what tasks.cost.table.gap_window computes), and their change is what moved the gap.
+    tasks.cost.table.gap_between_windows gives the same terms per pair, but costs ~1 s per pair at 100k runs
     (it re-prices both windows and re-runs the change detector), so 8 pairs would eat the rebuild budget.
-    Change-point findings come from the one tasks.changepoint.detect call the report already made.
+    Change-point findings come from the one tasks.cost.changepoint.detect call the report already made.
     """
     if not cost or baseline is None or latest is None:
         return Section(note="no data yet: needs priced runs of at least two targets")
@@ -201,7 +201,7 @@ def _why(con, cfg: ReportConfig, cost: Rows, baseline: str | None, latest: datet
     w1 = (w2[0] - timedelta(days=cfg.window_days), w2[0])
     windows = []
     for w in (w1, w2):
-        res, note = _optional("tasks.cost", "cost_table", con, as_of=w[1], window_days=cfg.window_days,
+        res, note = _optional("tasks.cost.table", "cost_table", con, as_of=w[1], window_days=cfg.window_days,
                               billing=cfg.billing, currency=cfg.currency)
         if note:
             return Section(note=note)
@@ -239,7 +239,7 @@ def _decompose(a: dict | None, b: dict | None) -> dict | None:
 
 
 def _changes(con, targets: Rows) -> Section:
-    result, note = _optional("tasks.changepoint", "detect", con)
+    result, note = _optional("tasks.cost.changepoint", "detect", con)
     if note:
         return Section(note=note)
     return Section(rows=_frame_rows(result))
@@ -258,11 +258,11 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     add_gaps(cost.rows, baseline)
     since = (latest or datetime.now().astimezone()) - timedelta(weeks=cfg.history_weeks)
 
-    tiers_res, tiers_note = _optional("tasks.cost", "tier_recommendations", con, billing=cfg.billing, currency=cfg.currency)
-    if tiers_note and "not available" in tiers_note:  # the pricing area keeps it in tasks.cost_derived
-        tiers_res, tiers_note = _optional("tasks.cost_derived", "tier_recommendations", con, billing=cfg.billing,
+    tiers_res, tiers_note = _optional("tasks.cost.table", "tier_recommendations", con, billing=cfg.billing, currency=cfg.currency)
+    if tiers_note and "not available" in tiers_note:  # the pricing area keeps it in tasks.cost.derived
+        tiers_res, tiers_note = _optional("tasks.cost.derived", "tier_recommendations", con, billing=cfg.billing,
                                           currency=cfg.currency)
-    hist_res, hist_note = _optional("tasks.cost", "cost_history", con, bucket="week", billing=cfg.billing,
+    hist_res, hist_note = _optional("tasks.cost.table", "cost_history", con, bucket="week", billing=cfg.billing,
                                     currency=cfg.currency, since=since)
     has_prices = _table_exists(con, "prices")
     changes = _changes(con, targets)

@@ -105,7 +105,7 @@ def _pct(v: Any, digits: int = 1) -> Any:
 
 
 def changes_table(rows: Rows, limit: int = 30) -> str:
-    """Change-point findings (tasks.changepoint.detect): size, confidence and what changed at that point."""
+    """Change-point findings (tasks.cost.changepoint.detect): size, confidence and what changed at that point."""
     shown = []
     for r in rows[-limit:][::-1]:
         changed = r.get("changed") or []

@@ -7,7 +7,7 @@ What is measured and what is not:
 - every bundle in warehouse/samples/*.json lands exactly as committed (measured, e.g. H200 + CPU);
 - for each sample, `weeks` earlier runs are derived from it (time-shifted, throughput scaled by a
   small jitter, an "older stack" image with lower throughput in the first half, some injected OOM
-  attempts). They land through the normal path (tasks.land: parsed, validated) and are recorded
+  attempts). They land through the normal path (tasks.landing.land: parsed, validated) and are recorded
   in `provenance` as synthetic;
 - prices are illustrative figures (not quotes) with one price cut, recorded as illustrative.
 The report prints every provenance label on every page.
@@ -27,7 +27,7 @@ from typing import Any
 
 import duckdb
 
-from flows.errors import UserError
+from tasks.errors import UserError
 from tasks.bundle import BundleError, read_bundle
 from tasks.canonical import canonical_json, seal
 
@@ -162,7 +162,7 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
 
 def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg: DemoConfig | None = None) -> DemoSummary:
     """Land samples + labelled synthetic history + illustrative prices through an open writer connection."""
-    from tasks.land import land_paths
+    from tasks.landing.land import land_paths
 
     cfg = cfg or DemoConfig()
     folder = samples or sample_dir()

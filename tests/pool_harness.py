@@ -136,13 +136,13 @@ class Harness:
                                                    "--type", "process", "--name", name or f"worker-{pool}"])
 
     def wait_workers(self, pools: list[str], timeout_s: float = 90) -> None:
-        """Block until every pool has a live worker (Prefect's heartbeat rule, tasks.fanout.worker_live)."""
+        """Block until every pool has a live worker (Prefect's heartbeat rule, tasks.dispatch.fanout.worker_live)."""
         from datetime import datetime, timezone
 
         from prefect.client.orchestration import get_client
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
-        from tasks.fanout import worker_live
+        from tasks.dispatch.fanout import worker_live
 
         deadline = time.monotonic() + timeout_s
         with temporary_settings({PREFECT_API_URL: self.api}), get_client(sync_client=True) as c:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from tasks.changepoint import DetectConfig, detect, scan
+from tasks.cost.changepoint import DetectConfig, detect, scan
 from tests.cost_support import T0, add_env, add_run, add_target, warehouse
 
 OLD = {"driver": "550.54", "cuda_driver": "12.4", "cuda_runtime": "12.4", "cudnn": "9.1", "torch": "2.5.1",
@@ -86,7 +86,7 @@ def test_detect_reads_the_warehouse_and_gap_shows_it(tmp_path):
     assert -0.14 < found[0]["shift"] < -0.08
     assert len(detect(con, only_significant=False)) == 1
     assert detect(con, targets=["B"]) == []
-    from tasks.cost import gap
+    from tasks.cost.table import gap
     con.execute("insert into prices values ('p', 'r', 'i', 'on_demand', 'USD', 2.0, 2.0, 'hour', ?, null, 't', ?, ?,"
                 " 'x'), ('p', 'r', 'j', 'on_demand', 'USD', 1.0, 1.0, 'hour', ?, null, 't', ?, ?, 'x')",
                 [T0, T0, T0, T0, T0, T0])

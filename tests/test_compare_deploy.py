@@ -13,7 +13,7 @@ import yaml
 
 from deploy import pools
 from deploy.render import render
-from tasks.targets import load_targets
+from tasks.dispatch.targets import load_targets
 
 
 def test_shipped_prefect_yaml_is_rendered_from_shipped_targets():

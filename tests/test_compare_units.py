@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 from prefect.states import AwaitingRetry, Completed, Crashed, Failed, Pending, Retrying, Running, Scheduled
 
-from tasks import fanout, prefect_runs
-from tasks.dispatch import classify_error
-from tasks.fanout import Outcome
-from tasks.results import ResultsStore, ResultsStoreError
+from tasks.dispatch import fanout, prefect_runs
+from tasks.dispatch.child import classify_error
+from tasks.dispatch.fanout import Outcome
+from tasks.dispatch.results import ResultsStore, ResultsStoreError
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -114,7 +114,7 @@ def test_results_store_round_trip(tmp_path, url):
 
 
 def test_rerun_rate_counts_crashed_and_cancelled_flow_runs(warehouse_file):
-    from tasks.land import record_prefect_attempts
+    from tasks.landing.land import record_prefect_attempts
     from warehouse.db import connect
     from warehouse.sql import load_query
 
@@ -149,7 +149,7 @@ def test_a_run_closed_twice_without_running_again_is_one_attempt():
 
 
 def test_a_hung_probe_child_is_killed_at_its_timeout(tmp_path):
-    from tasks.dispatch import run_probe_child
+    from tasks.dispatch.child import run_probe_child
 
     res = run_probe_child("quick", "local", tmp_path, timeout_s=0.5)  # torch alone takes longer to import
     assert not res.ok and res.returncode is None and res.error_kind == "timeout"

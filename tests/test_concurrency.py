@@ -31,7 +31,7 @@ def test_two_ingests_and_a_report_at_once(tmp_path):
     seed = tmp_path / "seed"
     write_bundle(seed, bundle_doc(seq=0))
     con = connect(wh)
-    from tasks.land import land_paths
+    from tasks.landing.land import land_paths
     assert land_paths(con, [str(seed)]).ok
     con.close()
     for name, offset in (("a", 1), ("b", 100)):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tasks.bundle import MAX_BUNDLE_BYTES
-from tasks.land import FACT_TABLES, land_paths
+from tasks.landing.land import FACT_TABLES, land_paths
 from tests.conftest import REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect

@@ -1,4 +1,4 @@
-"""The cost model over bundles landed the real way (tests.factories -> tasks.land), not inserted rows.
+"""The cost model over bundles landed the real way (tests.factories -> tasks.landing.land), not inserted rows.
 
     .venv/bin/pytest -q tests/test_cost_bundles.py
 """
@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from tasks.cost import cost_table, gap
-from tasks.land import land_paths, record_prefect_attempts
+from tasks.cost.table import cost_table, gap
+from tasks.landing.land import land_paths, record_prefect_attempts
 from tests.cost_support import add_price
 from tests.factories import BASE_TIME, bundle_doc, write_bundle
 from warehouse.db import connect

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from tasks.cost import derived, repeatability, tier_recommendations
-from tasks.cost_derived import TierConfig, memory_need_gib
+from tasks.cost.table import derived, repeatability, tier_recommendations
+from tasks.cost.derived import TierConfig, memory_need_gib
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
 AS_OF = T0 + timedelta(days=5)

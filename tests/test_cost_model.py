@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.errors import UserError
-from tasks import cost
-from tasks.fx import FxError
+from tasks.errors import UserError
+from tasks.cost import table as cost
+from tasks.pricing.fx import FxError
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
 AS_OF = T0 + timedelta(days=10)

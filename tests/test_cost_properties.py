@@ -13,8 +13,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks import stats
-from tasks.cost import cost_table, decompose, effective_cost
+from tasks.cost import stats
+from tasks.cost.table import cost_table, decompose, effective_cost
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
 prices = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False)

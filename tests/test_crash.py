@@ -1,7 +1,7 @@
 """Crash safety: a real `costgap ingest` SIGKILLed at each landing point leaves the warehouse at
 its last committed state; re-running lands the rest, with no duplicate rows.
 
-The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/land.py (CRASH_POINTS)."""
+The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/landing/land.py (CRASH_POINTS)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tasks.land import CRASH_POINTS, land_into
+from tasks.landing.land import CRASH_POINTS, land_into
 from tests.conftest import REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect

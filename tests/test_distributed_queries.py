@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from tasks.land import land_paths
+from tasks.landing.land import land_paths
 from tests.factories import BASE_TIME, bundle_doc, write_bundle
 from warehouse.db import connect
 from warehouse.sql import load_query

@@ -105,7 +105,7 @@ def fuzz_warehouse(tmp_path_factory):
 def test_landing_never_crashes(fuzz_warehouse):
     """Through the whole landing (parse, range check, GX, DuckDB insert): refused or landed,
     never an exception, and a refused bundle leaves no fact row."""
-    from tasks.land import land_paths
+    from tasks.landing.land import land_paths
 
     folder, con = fuzz_warehouse
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from tasks.land import FACT_TABLES, land_paths, record_prefect_attempts, upsert_target_stub
-from tasks.land_frames import environment_id
+from tasks.landing.land import FACT_TABLES, land_paths, record_prefect_attempts, upsert_target_stub
+from tasks.landing.frames import environment_id
 from tasks.bundle import parse_bundle
 from tasks.canonical import canonical_json
 from tests.conftest import REPO

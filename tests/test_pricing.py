@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks import fx
+from tasks.pricing import fx
 from tasks.pricing import PriceError, PriceRow, import_rows, import_source
 from tasks.pricing.pricebook_file import PriceBookFile
 from tasks.pricing.skypilot import SkyPilotCatalog

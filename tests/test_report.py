@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.errors import UserError
+from tasks.errors import UserError
 from reports.html import esc, script_json, table
 from reports.site import PAGE_BUDGET_BYTES, build_site
 from tests.report_world import make_world
@@ -154,38 +154,38 @@ def test_empty_warehouse_renders_no_data_states(tmp_path: Path):
 
 
 def test_missing_cost_model_is_an_explicit_state(world, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tasks.cost", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "tasks.cost.table", None)  # import raises ImportError
     out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
-    assert "no data yet: tasks.cost is not available" in (out / "index.html").read_text()
+    assert "no data yet: tasks.cost.table is not available" in (out / "index.html").read_text()
 
 
 def test_failing_cost_model_is_reported_not_raised(world, tmp_path, monkeypatch):
     import types
 
-    broken = types.ModuleType("tasks.cost")
+    broken = types.ModuleType("tasks.cost.table")
 
     def cost_table(con, **kw):
         raise RuntimeError("boom <b>")
 
     broken.cost_table = cost_table
-    monkeypatch.setitem(sys.modules, "tasks.cost", broken)
+    monkeypatch.setitem(sys.modules, "tasks.cost.table", broken)
     out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
     text = (out / "index.html").read_text()
-    assert "could not compute: tasks.cost.cost_table raised RuntimeError: boom &lt;b&gt;" in text
+    assert "could not compute: tasks.cost.table.cost_table raised RuntimeError: boom &lt;b&gt;" in text
 
 
 def test_failed_query_in_another_area_does_not_abort_the_snapshot(world, tmp_path, monkeypatch):
     import types
 
-    broken = types.ModuleType("tasks.cost")
+    broken = types.ModuleType("tasks.cost.table")
 
     def cost_table(con, **kw):
         con.execute("select * from no_such_table")  # aborts the read transaction
 
     broken.cost_table = cost_table
-    monkeypatch.setitem(sys.modules, "tasks.cost", broken)
+    monkeypatch.setitem(sys.modules, "tasks.cost.table", broken)
     out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
-    assert "could not compute: tasks.cost.cost_table" in (out / "index.html").read_text()
+    assert "could not compute: tasks.cost.table.cost_table" in (out / "index.html").read_text()
     assert "sw_power_cap" in (out / "hardware.html").read_text()  # later sections still read the warehouse
 
 

@@ -71,7 +71,7 @@ def test_every_page_says_what_was_not_measured(demo):
 def test_demo_report_has_costs_and_a_decomposition(demo):
     _, site, _ = demo
     index = (site / "index.html").read_text(encoding="utf-8")
-    assert "no data yet: tasks.cost.cost_table" not in index and "baseline" in index
+    assert "no data yet: tasks.cost.table.cost_table" not in index and "baseline" in index
     assert 'id="c-overview-cost"' in index
     why = (site / "why.html").read_text(encoding="utf-8")
     assert 'id="c-why-0"' in why and "demo-synthetic:older-stack" in why
@@ -85,7 +85,7 @@ def test_demo_without_samples_is_a_clear_error(tmp_path):
 
 
 def test_demo_replaces_only_its_own_warehouse(demo, samples, tmp_path):
-    from tasks.land import land_into
+    from tasks.landing.land import land_into
 
     wh, site, _out = demo
     again = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(tmp_path / "s2"), "--samples", str(samples),

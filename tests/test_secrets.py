@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.land import land_paths, safe_uri
+from tasks.landing.land import land_paths, safe_uri
 from tests.conftest import REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect

@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from tasks.summary import HEADLINE_COLUMNS, frame_text, headline_text, unpriced_note
+from reports.text import HEADLINE_COLUMNS, frame_text, headline_text, unpriced_note
 
 
 def test_unpriced_targets_are_named():

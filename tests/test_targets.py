@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.targets import TargetsError, load_targets, select
+from tasks.dispatch.targets import TargetsError, load_targets, select
 
 SHIPPED = "deploy/targets.toml"
 
@@ -79,7 +79,7 @@ def test_select_keeps_order_and_rejects_unknown():
 
 
 def test_default_file_absent_means_just_local_but_a_named_file_must_exist(tmp_path):
-    from tasks.targets import load_targets_or_local
+    from tasks.dispatch.targets import load_targets_or_local
 
     assert [t.id for t in load_targets_or_local(tmp_path / "none.toml", explicit=False)] == ["local"]
     with pytest.raises(TargetsError, match="cannot be read"):

@@ -9,8 +9,8 @@ import pytest
 
 from tasks.bundle import FUTURE_SKEW, parse_bundle
 from tasks.canonical import canonical_json
-from tasks.land_frames import FrameBatch, run_status
-from tasks.validate import _suites, describe, validate_frames
+from tasks.landing.frames import FrameBatch, run_status
+from tasks.landing.validate import _suites, describe, validate_frames
 from tests.factories import bundle_doc
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)

@@ -10,8 +10,8 @@ from datetime import timedelta
 import duckdb
 import pytest
 
-from tasks.land import land_into, land_paths, record_prefect_attempts
-from tasks.replay import rebuild
+from tasks.landing.land import land_into, land_paths, record_prefect_attempts
+from tasks.landing.rebuild import rebuild
 from tests.conftest import REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle, write_raw
 from warehouse import db
@@ -138,7 +138,7 @@ def test_rebuild_keeps_price_book_and_target_facts(tmp_path):
     """What no bundle holds survives a rebuild: targets.toml facts, and the price book (replayed
     from the imports archived in the results store; carried over where no replay exists)."""
     from tasks.pricing import PriceRow, import_rows
-    from tasks.replay import _price_replay
+    from tasks.landing.rebuild import _price_replay
 
     store = tmp_path / "results"
     write_bundle(store / "aws-g5" / "r1", bundle_doc(target="aws-g5", seq=1))

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import duckdb
 
-from flows.errors import UserError
+from tasks.errors import UserError
 
 DEFAULT_TIMEOUT_S = 60.0  # a landing batch commits in well under a second; 60 s means "stuck"
 TIMEOUT_ENV = "COSTGAP_LOCK_TIMEOUT_S"  # overrides timeout_s for every opener (tests, slow disks)

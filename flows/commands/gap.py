@@ -7,7 +7,7 @@
 
 `gap` prints both costs per 1M tokens, the gap with its 90% interval, and the price, throughput and
 reliability terms, which sum exactly to ln(C_A/C_B); then the significant throughput shifts at
-environment changes for either target. `--json` prints the same dict as tasks.cost.gap.
+environment changes for either target. `--json` prints the same dict as tasks.cost.table.gap.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from flows.errors import UserError
+from tasks.errors import UserError
 from flows.settings import warehouse_path
 
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
@@ -99,7 +99,7 @@ def gap_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Effective cost per 1M tokens of A and B, the gap, its interval, and what it is made of."""
-    from tasks import cost, stats
+    from tasks.cost import stats, table as cost
     from tasks.pricing.base import utc
     from warehouse.db import reading
 
@@ -142,8 +142,8 @@ def targets_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Current effective cost per 1M tokens per (target, preset), cheapest first."""
-    from tasks import stats
-    from tasks.cost import COLUMNS, cost_table
+    from tasks.cost import stats
+    from tasks.cost.table import COLUMNS, cost_table
     from warehouse.db import reading
 
     f = _lost_fraction(stats, checkpoint_every, f)
@@ -177,7 +177,7 @@ def tiers_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Per model-size tier (<=7B, 7-13B, >13B): which targets fit, at what cost; plus derived figures."""
-    from tasks.cost import derived, tier_recommendations
+    from tasks.cost.table import derived, tier_recommendations
     from warehouse.db import reading
 
     kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency)

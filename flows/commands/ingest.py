@@ -29,7 +29,7 @@ def ingest(
         "together; the write lock is released between batches)."),
 ) -> None:
     """Land bundles: validated, idempotent (same bundle twice adds nothing), atomic per batch."""
-    from tasks.land import land_into
+    from tasks.landing.land import land_into
 
     summary = land_into(warehouse_path(warehouse), paths, source="cli", timeout_s=lock_timeout_s,
                         batch_size=batch_size)

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from flows.errors import UserError
+from tasks.errors import UserError
 from flows.settings import results_url, warehouse_path
 
 prices_app = typer.Typer(help="The price book (dated, sourced prices) and FX rates.", no_args_is_help=True)
@@ -50,7 +50,7 @@ def import_cmd(
     results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
     """Land a price file: unchanged prices change nothing, a changed price opens a new period."""
-    from tasks import fx
+    from tasks.pricing import fx
     from tasks.pricing.archive import archive_fx, archive_prices
     from tasks.pricing.book import import_fetched
     from tasks.pricing.pricebook_file import PriceBookFile
@@ -109,18 +109,17 @@ def list_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Print the price book: key, price per hour, original amount, period, source."""
-    from tasks.stats import fetch_frame
     from warehouse.db import reading
-    from warehouse.sql import load_query
+    from warehouse.sql import frame
 
     with reading(warehouse_path(warehouse)) as con:
-        frame = fetch_frame(con, load_query("price_book"), {"all": all_periods})
-    for r in frame.iter_rows(named=True):
+        book = frame(con, "price_book", {"all": all_periods})
+    for r in book.iter_rows(named=True):
         until = r["effective_to"].date().isoformat() if r["effective_to"] else "open"
         typer.echo(f"{r['provider']}/{r['region']}/{r['instance_type']} {r['billing_mode']}: "
                    f"{r['price_per_hour']:.4f} {r['currency']}/h ({r['original_amount']:g}/{r['original_period']}) "
                    f"{r['effective_from'].date()}..{until}  [{r['source']}]")
-    if frame.is_empty():
+    if book.is_empty():
         typer.echo("no prices yet: costgap prices import FILE --format csv|skypilot")
 
 

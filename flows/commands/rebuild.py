@@ -25,9 +25,9 @@ def rebuild(
         60.0, "--lock-timeout", help="Seconds to wait for other costgap processes before the swap."),
 ) -> None:
     """Rebuild the warehouse from bundles alone (prices/FX from their stored imports)."""
-    from flows.errors import UserError
-    from tasks.land import expand
-    from tasks.replay import rebuild as run_rebuild
+    from tasks.errors import UserError
+    from tasks.landing.land import expand
+    from tasks.landing.rebuild import rebuild as run_rebuild
 
     url = results_url(source)
     files, missing = expand([url])

@@ -50,7 +50,7 @@ def demo(
     images: bool = typer.Option(True, "--images/--no-images", help="Also export every chart as PNG and SVG."),
 ) -> None:
     """Build a demo warehouse from the committed sample bundles and render its report."""
-    from flows.errors import UserError
+    from tasks.errors import UserError
     from reports.site import build_site
     from tasks.demo import build_demo
     from warehouse.db import writing

@@ -41,7 +41,7 @@ def run(
         None, "--skip", help="Comma-separated probe parts to skip on every target (e.g. finetune)."),
 ) -> None:
     """Probe targets (concurrently), land and validate their bundles, rebuild the report."""
-    from tasks.targets import load_targets_or_local, select
+    from tasks.dispatch.targets import load_targets_or_local, select
 
     ids = None if (targets or "").strip() == "all" else _split(targets)
     file = settings.targets_path(targets_file)
@@ -75,7 +75,7 @@ def run(
 
 
 def _reraise(value) -> None:
-    from flows.errors import UserError
+    from tasks.errors import UserError
 
     if isinstance(value, UserError):
         raise value

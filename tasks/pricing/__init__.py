@@ -13,5 +13,5 @@ from tasks.pricing.archive import replay_imports
 from tasks.pricing.base import PriceError, PriceRow, PriceSource
 from tasks.pricing.book import ImportSummary, import_rows, import_source
 
-# replay_imports(con, results_url) -> str: `costgap rebuild` (tasks/replay.py) replays archived imports
+# replay_imports(con, results_url) -> str: `costgap rebuild` (tasks/landing/rebuild.py) replays archived imports
 __all__ = ["ImportSummary", "PriceError", "PriceRow", "PriceSource", "import_rows", "import_source", "replay_imports"]

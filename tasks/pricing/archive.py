@@ -1,7 +1,7 @@
 """Keep every price and FX import in the results store, so `costgap rebuild` can replay the price book.
 
     costgap prices import deploy/prices/lambda.csv --results results/   # archives the import
-    costgap rebuild --from results/                                      # replays it (tasks/replay.py)
+    costgap rebuild --from results/                                      # replays it (tasks/landing/rebuild.py)
 
 Bundles are the source of truth for measurements; prices are not in bundles, so each import that
 is not an identical repeat is written to <store>/_prices/<imported_at>-<import_id>.jsonl (a header line, then
@@ -67,7 +67,7 @@ def archive_fx(results_url: str, rows: list[tuple], new: int) -> str | None:
 
 def replay_imports(con, results_url: str) -> str:
     """Re-land every archived price and FX import, oldest first. Returns a one-line summary."""
-    from tasks import fx
+    from tasks.pricing import fx
     from tasks.pricing.book import import_rows
 
     fs, folder = _fs(results_url)

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 
-from flows.errors import UserError
+from tasks.errors import UserError
 
 # Hours a quoted period covers (DESIGN.md "Cost model": monthly /730 h, yearly /8760 h).
 PERIOD_HOURS = {"hour": 1.0, "month": 730.0, "year": 8760.0}

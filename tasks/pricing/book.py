@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from tasks.pricing.base import PriceError, PriceRow
-from tasks.stats import fetch_frame
+from warehouse.sql import rows
 
 MAX_CONFLICTS_SHOWN = 5  # a bad file can conflict on every row; the first few say enough
 
@@ -68,15 +68,11 @@ def _existing(con: duckdb.DuckDBPyConnection, keys: list[tuple]) -> dict[tuple, 
     wanted = pd.DataFrame(keys, columns=["provider", "region", "instance_type", "billing_mode"])
     con.register("_wanted_price_keys", wanted)
     try:
-        got = fetch_frame(
-            con,
-            "select p.* from prices p join _wanted_price_keys w using (provider, region, instance_type, billing_mode)"
-            " order by effective_from",
-        )
+        got = rows(con, "price_periods_for_keys")
     finally:
         con.unregister("_wanted_price_keys")
     state: dict[tuple, list[dict]] = {}
-    for rec in got.to_dicts():
+    for rec in got:
         rec["key"] = (rec["provider"], rec["region"], rec["instance_type"], rec["billing_mode"])
         for f in ("effective_from", "effective_to", "fetched_at", "last_seen_at"):
             if rec[f] is not None:

@@ -80,8 +80,8 @@ def generate(con) -> None:
 
 
 def main() -> int:
-    from tasks.changepoint import detect
-    from tasks.cost import cost_history, cost_table
+    from tasks.cost.changepoint import detect
+    from tasks.cost.table import cost_history, cost_table
     from warehouse.db import connect
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,5 +1,5 @@
 -- cost_env_history: successful fine-tune runs with the environment fields a change is reported on,
--- in time order per (target, preset). Feeds tasks/changepoint.py.
+-- in time order per (target, preset). Feeds tasks/cost/changepoint.py.
 with ft as (
     select r.run_id, r.target, f.preset, r.started_at, f.tokens_per_s, r.environment_id
     from runs r

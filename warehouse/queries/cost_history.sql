@@ -1,5 +1,5 @@
 -- cost_history: C per (target, preset, bucket) from _cost_runs (cost_runs.sql), each bucket its own window.
--- Same model as tasks/cost.py: P mean as-of price, X median tokens/s, p from fine-tune attempts, R, C.
+-- Same model as tasks/cost/table.py: P mean as-of price, X median tokens/s, p from fine-tune attempts, R, C.
 -- price_stale: some run in the bucket was priced by a price last confirmed > $stale_days before it ran.
 with runs_b as (
     select target, preset, date_trunc($bucket, started_at) as bucket_start, tokens_per_s, price_per_hour,

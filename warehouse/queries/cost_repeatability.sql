@@ -1,6 +1,6 @@
 -- cost_repeatability: run-to-run spread per (target, environment, figure): the fine-tune's tokens/s per
 -- preset and every hardware measurement (benchmark, metric). cv = stdev / mean over runs (issue 10.4);
--- the cost model's interval uses the tokens/s CV (tasks/cost.py, smoothed bootstrap). Figures measured
+-- the cost model's interval uses the tokens/s CV (tasks/cost/table.py, smoothed bootstrap). Figures measured
 -- by different methods never share a row: method_version is the benchmark's version for a hardware
 -- figure and the probe's version for a fine-tune (e.g. GEMM v4 reports the MAMF statistic, v3 did not).
 with ft as (

@@ -4,7 +4,7 @@ quarantined, never landed. Every result (pass or fail, per run and per batch) is
     .venv/bin/pytest -q tests/test_validate.py tests/test_corpus.py
 
 One GX ephemeral context per process; one suite per fact table, run over the batch's pandas
-frame from tasks.land_frames (GX takes pandas, not polars; duckdb-engine SQL fails silently).
+frame from tasks.landing.frames (GX takes pandas, not polars; duckdb-engine SQL fails silently).
 Failures are mapped back to bundles through GX's unexpected_index_list on the `run_id` column.
 Thresholds below are physical limits, not tuning: a value outside them is broken telemetry or a
 broken probe.

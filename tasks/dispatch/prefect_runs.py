@@ -1,13 +1,13 @@
 """Rerun accounting from Prefect itself: a probe flow run's history, turned into attempt rows.
 
-    python -c "from tasks.prefect_runs import attempts_from_states; help(attempts_from_states)"
+    python -c "from tasks.dispatch.prefect_runs import attempts_from_states; help(attempts_from_states)"
 
 After each probe run the compare flow reads, from the Prefect API, the flow run's state history
 and every task run's `run_count` and state history. Each Running state opens an attempt; the next
 Completed / Failed / Crashed / Cancelled / AwaitingRetry state closes it. A flow run that crashed
 or was cancelled (its worker died, it timed out) counts as an attempt too, and task runs left open
 by it are closed as crashed. The rows match the `attempts` table with source = 'prefect' and
-source_id = the Prefect flow or task run id; tasks.land.record_prefect_attempts lands them.
+source_id = the Prefect flow or task run id; tasks.landing.land.record_prefect_attempts lands them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Iterable
 from uuid import UUID
 
-from tasks.dispatch import classify_error
+from tasks.dispatch.child import classify_error
 
 FLOW_TASK = "probe_flow"  # attempts.task for the probe flow run itself (one row per flow attempt)
 _CLOSING = {"COMPLETED": "completed", "FAILED": "failed", "CRASHED": "crashed", "CANCELLED": "cancelled"}

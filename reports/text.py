@@ -1,6 +1,6 @@
 """Small tables as text: the headline cost table for the terminal and for a Prefect artifact.
 
-    python -c "import polars as pl; from tasks.summary import frame_text; print(frame_text(pl.DataFrame({'a': [1.5]})))"
+    python -c "import polars as pl; from reports.text import frame_text; print(frame_text(pl.DataFrame({'a': [1.5]})))"
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-# The headline columns, in order (tasks.cost.cost_table's names; missing ones are left out).
+# The headline columns, in order (tasks.cost.table.cost_table's names; missing ones are left out).
 HEADLINE_COLUMNS = ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "currency",
                     "tokens_per_s", "p", "R", "runs", "attempts", "failed_attempts", "price_stale")
 
@@ -52,7 +52,7 @@ def frame_markdown(df, columns: Iterable[str] | None = None) -> str:
 
 
 def findings_markdown(findings: list[dict]) -> str:
-    """Change-point findings (tasks.changepoint.detect) as a bullet list of their summaries."""
+    """Change-point findings (tasks.cost.changepoint.detect) as a bullet list of their summaries."""
     if not findings:
         return "_no significant change points_"
     return "\n".join(f"- **{f.get('target')}** / {f.get('preset')}: {f.get('summary')}" for f in findings)

@@ -1,6 +1,6 @@
 """Derived cost figures and the per-model-size-tier recommendation (DESIGN.md "Cost model", Derived).
 
-    python -c "import duckdb; from tasks.cost import tier_recommendations as t; print(t(duckdb.connect('costgap.duckdb')))"
+    python -c "import duckdb; from tasks.cost.table import tier_recommendations as t; print(t(duckdb.connect('costgap.duckdb')))"
 
 derived(): per (target, preset): tokens per GPU-day, hours and cost to train N tokens (reruns included:
 C * N / 1e6), kWh and electricity cost per 1M tokens at a price per kWh (measured NVML energy; NULL
@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from flows.errors import UserError
-from tasks import stats
-from warehouse.sql import load_query
+from tasks.errors import UserError
+from warehouse import sql
 
 # Bytes per parameter (mixed-precision Adam: bf16 weights + grads, fp32 master + 2 moments = 16 B;
 # LoRA keeps frozen bf16 weights = 2 B). Source: ZeRO paper (Rajbhandari et al. 2020, sec. 3), HF PEFT docs.
@@ -66,7 +65,7 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
 
     price_per_kwh is in the reporting currency (default 0.15: an ASSUMED round industrial tariff).
     """
-    from tasks.cost import cost_table
+    from tasks.cost.table import cost_table
 
     if train_tokens <= 0 or price_per_kwh < 0:
         raise UserError(f"train_tokens = {train_tokens!r} (> 0), price_per_kwh = {price_per_kwh!r} (>= 0)")
@@ -83,7 +82,7 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
 
 
 def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> dict:
-    from tasks.cost import effective_cost
+    from tasks.cost.table import effective_cost
 
     per_gpu = mem.get("gpu_memory_gib")
     gpus = max(int(mem.get("gpu_count") or r.get("gpu_count") or 1), 1)
@@ -132,11 +131,11 @@ def tier_recommendations(con: duckdb.DuckDBPyConnection, *, config: TierConfig |
                          **cost_kwargs) -> pl.DataFrame:
     """One row per (tier, target): fits, mode, cost per 1M tokens at the tier size, assumed, reason;
     `recommended` marks the cheapest fitting target of each tier."""
-    from tasks.cost import cost_table
+    from tasks.cost.table import cost_table
 
     cfg = config or TierConfig()
     table = cost_table(con, **cost_kwargs)
-    mem = {r["target"]: r for r in stats.fetch_frame(con, load_query("cost_target_memory")).to_dicts()}
+    mem = {r["target"]: r for r in sql.frame(con, "cost_target_memory").to_dicts()}
     best: dict[str, dict] = {}
     for r in table.to_dicts():  # per target, the priced preset with the largest model: closest to the tiers
         key = (r["cost_per_mtok"] is not None, r.get("params_total") or 0)
@@ -158,4 +157,4 @@ def tier_recommendations(con: duckdb.DuckDBPyConnection, *, config: TierConfig |
 
 def repeatability(con: duckdb.DuckDBPyConnection, *, target: str | None = None) -> pl.DataFrame:
     """Run-to-run CV per (target, environment, figure): tokens/s per preset and each hardware metric."""
-    return stats.fetch_frame(con, load_query("cost_repeatability"), {"target": target})
+    return sql.frame(con, "cost_repeatability", {"target": target})

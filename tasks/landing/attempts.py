@@ -2,7 +2,7 @@
 
     .venv/bin/pytest -q tests/test_land.py -k prefect
 
-Re-exported by tasks.land (the interface other areas import). A Prefect attempt row is keyed by
+Re-exported by tasks.landing.land (the interface other areas import). A Prefect attempt row is keyed by
 (source_id, task, attempt, target), so a compare flow re-run after a crash adds no duplicates.
 """
 

@@ -1,6 +1,6 @@
 """Fan-out bookkeeping: wait for a pool probe run, notice a dead worker, sum up the targets.
 
-    python -c "from tasks.fanout import Outcome, overall; print(overall([Outcome('a', 'pool', 'landed')]))"
+    python -c "from tasks.dispatch.fanout import Outcome, overall; print(overall([Outcome('a', 'pool', 'landed')]))"
 
 `wait_for_run` polls a probe flow run that run_deployment created, until it ends, its per-target
 timeout passes (the run is cancelled: error kind timeout), or its work pool has had no live worker
@@ -31,7 +31,7 @@ class Outcome:
     probe_flow_run_id: str | None = None
     bundle_uris: list[str] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)  # bundles landed (or already there)
-    attempts: list[dict] = field(default_factory=list)  # Prefect attempt rows (tasks.prefect_runs)
+    attempts: list[dict] = field(default_factory=list)  # Prefect attempt rows (tasks.dispatch.prefect_runs)
     message: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -116,7 +116,7 @@ def overall(outcomes: list[Outcome]) -> tuple[str, str]:
 
 
 def apply_landing(o: Outcome, summary) -> Outcome:
-    """Set an outcome's status from a tasks.land.LandSummary of its bundles."""
+    """Set an outcome's status from a tasks.landing.land.LandSummary of its bundles."""
     o.run_ids = list(summary.landed) + list(summary.duplicates)
     if summary.quarantined or summary.rejected:
         o.status = "quarantined"

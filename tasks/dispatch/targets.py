@@ -1,6 +1,6 @@
 """The targets file: one entry per instance type, and how costgap reaches it.
 
-    python -c "from tasks.targets import load_targets; print(load_targets('deploy/targets.toml'))"
+    python -c "from tasks.dispatch.targets import load_targets; print(load_targets('deploy/targets.toml'))"
 
 deploy/targets.toml (or COSTGAP_TARGETS) holds `[[target]]` tables. Each names a provider, region,
 instance type, GPU model and count, billing mode, the Prefect work pool whose worker runs on that
@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from flows.errors import UserError
+from tasks.errors import UserError
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"  # same rule as a bundle's target (tasks.bundle)
 Dispatch = Literal["local", "pool", "import"]

@@ -22,9 +22,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from flows.errors import UserError
-from tasks.stats import fetch_frame_numpy
-from warehouse.sql import load_query
+from tasks.errors import UserError
+from warehouse.sql import frame_numpy
 
 ENV_FIELDS = ("driver", "cuda_driver", "cuda_runtime", "cudnn", "torch", "container_image")
 
@@ -141,9 +140,9 @@ def detect(con: duckdb.DuckDBPyConnection, *, targets: list[str] | None = None, 
     ([{field, before, after}]), summary (one line for a report or an artifact).
     """
     cfg = config or DetectConfig()
-    frame = fetch_frame_numpy(con, load_query("cost_env_history"),
-                              {"since": since, "until": until, "targets": targets, "preset": preset})
-    found = scan_frame(frame, cfg, np.random.default_rng(cfg.seed))
+    history = frame_numpy(con, "cost_env_history",
+                          {"since": since, "until": until, "targets": targets, "preset": preset})
+    found = scan_frame(history, cfg, np.random.default_rng(cfg.seed))
     if only_significant:
         found = [x for x in found if x["significant"]]
     return sorted(found, key=lambda x: (x["at"], x["target"], x["preset"]))

@@ -13,7 +13,7 @@ For a target T and preset over a window (start, end]:
 90% intervals: bootstrap over runs for X (smoothed by the run-to-run CV), Beta posterior for p
 (Jeffreys prior; a target with no attempt records at all keeps R = 1 in every draw).
 X takes one figure per (run, preset): the row that used the most GPUs (the instance-level figure).
-Relational work is SQL (warehouse/queries/cost_*.sql); the statistics are numpy (tasks.stats).
+Relational work is SQL (warehouse/queries/cost_*.sql); the statistics are numpy (tasks.cost.stats).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from flows.errors import UserError
-from tasks import stats
-from tasks.changepoint import ENV_FIELDS, detect
-from tasks.cost_derived import TierConfig, derived, repeatability, tier_recommendations  # noqa: F401 (API)
-from tasks.fx import FxError
+from tasks.errors import UserError
+from tasks.cost import stats
+from tasks.cost.changepoint import ENV_FIELDS, detect
+from tasks.cost.derived import TierConfig, derived, repeatability, tier_recommendations  # noqa: F401 (API)
+from tasks.pricing.fx import FxError
 from tasks.pricing.base import BILLING_MODES, CURRENCIES
-from warehouse.sql import load_query
+from warehouse import sql
 
 FINETUNE_TASK = "finetune"  # attempts.task prefix whose failures drive p: "finetune", "finetune:<preset>"
 PREFECT_PROBE_TASK = "probe_child"  # Prefect task running the probe process (flows/probe.py): a failed try
@@ -93,19 +93,19 @@ def price_runs(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, o
                targets: list[str] | None = None, preset: str | None = None) -> None:
     """Materialise temp table _cost_runs (cost_runs.sql) and fail on any missing FX rate."""
     params = {"start": start, "end": end, "billing": opts.billing, "currency": opts.currency}
-    sql = load_query("cost_runs")
+    query = sql.load_query("cost_runs")
     # Row order of the scratch table does not matter (every reader sorts); not keeping it makes the
     # materialisation ~2x faster. The caller's setting is put back afterwards.
     keep = con.execute("select current_setting('preserve_insertion_order')").fetchall()[0][0]
     con.execute("set preserve_insertion_order = false")
     try:
-        con.execute(f"create or replace temp table _cost_runs as {sql}", params)
+        con.execute(f"create or replace temp table _cost_runs as {query}", params)
     finally:
         con.execute(f"set preserve_insertion_order = {'true' if keep else 'false'}")
     if targets is not None or preset is not None:
         con.execute("delete from _cost_runs where not (($targets is null or list_contains($targets, target))"
                     " and ($preset is null or preset = $preset))", {"targets": targets, "preset": preset})
-    missing = con.execute(load_query("cost_fx_missing")).fetchall()
+    missing = con.execute(sql.load_query("cost_fx_missing")).fetchall()
     if missing:
         cur, day, n = missing[0]
         raise FxError(f"no FX rate for {cur} on or before {day} ({n} runs need it): add a dated rate to fx_rates "
@@ -115,12 +115,12 @@ def price_runs(con: duckdb.DuckDBPyConnection, start: datetime, end: datetime, o
 def _costs(con, start: datetime, end: datetime, opts: CostOptions, targets=None, preset=None):
     """(frame with every column, cost draws [rows, draws]) for the window."""
     price_runs(con, start, end, opts, targets, preset)
-    summary = stats.fetch_frame(con, load_query("cost_summary"),
+    summary = sql.frame(con, "cost_summary",
                                 {"start": start, "end": end, "task": FINETUNE_TASK, "billing": opts.billing,
                                  "prefect_task": PREFECT_PROBE_TASK})
     if targets is not None:
         summary = summary.filter(pl.col("target").is_in(targets))
-    samples = stats.fetch_columns(con, load_query("cost_samples"))
+    samples = sql.columns(con, "cost_samples")
     rng = np.random.default_rng(opts.seed)
     n = summary.height
     sizes = summary["runs"].to_numpy().astype(np.int64)
@@ -251,14 +251,14 @@ def cost_history(con: duckdb.DuckDBPyConnection, *, bucket: str = "week", billin
     price_runs(con, start, end, opts)
     params = {"bucket": bucket, "f": f, "task": FINETUNE_TASK, "prefect_task": PREFECT_PROBE_TASK,
               "start": start, "end": end, "stale_days": stale_after_days}
-    return stats.fetch_frame_numpy(con, load_query("cost_history"), params)
+    return sql.frame_numpy(con, "cost_history", params)
 
 
 def env_changes(con: duckdb.DuckDBPyConnection, target: str, window1: tuple, window2: tuple) -> list[dict]:
     """Environment fields (driver, CUDA, cuDNN, torch, image) whose values differ between two windows."""
     def values(w) -> dict[str, list]:
-        got = stats.fetch_frame(con, load_query("cost_env_history"),
-                                {"since": w[0], "until": w[1], "targets": [target], "preset": None})
+        got = sql.frame(con, "cost_env_history",
+                    {"since": w[0], "until": w[1], "targets": [target], "preset": None})
         return {f: sorted({v for v in got[f].to_list()} - {None}) if got.height else [] for f in ENV_FIELDS}
 
     v1, v2 = values(window1), values(window2)

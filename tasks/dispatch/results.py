@@ -1,6 +1,6 @@
 """The results store: where probe workers put bundles and the compare flow reads them (fsspec).
 
-    python -c "from tasks.results import ResultsStore; print(ResultsStore('results').list_bundles())"
+    python -c "from tasks.dispatch.results import ResultsStore; print(ResultsStore('results').list_bundles())"
 
 A store is a URL: a local or shared directory by default (`results`, `/mnt/shared/results`),
 `s3://bucket/prefix` with the `s3` extra (s3fs), or any other fsspec protocol. Layout:
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import fsspec
 
-from flows.errors import UserError
+from tasks.errors import UserError
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")  # target ids and run keys only
 

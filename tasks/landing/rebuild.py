@@ -3,7 +3,7 @@
     costgap rebuild --from results/ --warehouse costgap.duckdb
 
 The new warehouse is built in a temporary file next to the target (same filesystem), landed
-with exactly the code incremental ingest uses (tasks.land), then prices/FX are replayed from
+with exactly the code incremental ingest uses (tasks.landing.land), then prices/FX are replayed from
 their stored imports (tasks.pricing.replay_imports, where the pricing package provides it), and
 finally the file is swapped in with os.replace while holding the old file's write lock: a
 reader sees the old warehouse or the new one, never a half-built one. A crash before the swap
@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.land import BATCH_SIZE, LandSummary, land_paths
+from tasks.landing.land import BATCH_SIZE, LandSummary, land_paths
 from warehouse.db import DEFAULT_TIMEOUT_S, WarehouseBusy, connect, writing
 
 

@@ -5,7 +5,7 @@
 Files (any fsspec URL; directories are searched recursively for *.json) are read in batches.
 Each batch is parsed (tasks.bundle: a file that is not a valid bundle is *rejected*), checked
 against the warehouse (a bundle already landed is a *duplicate* and adds nothing), validated by
-Great Expectations (tasks.validate: a bundle failing any expectation is *quarantined* with its
+Great Expectations (tasks.landing.validate: a bundle failing any expectation is *quarantined* with its
 failures and raw text, never landed) and then written in ONE transaction: runs, environments,
 targets, attempts, measurements, finetunes, telemetry, validation_results, quarantine and a
 land_batches row. A crash anywhere before COMMIT leaves the warehouse at its previous state;
@@ -34,9 +34,9 @@ import duckdb
 import fsspec
 
 from tasks.bundle import FUTURE_SKEW, MAX_BUNDLE_BYTES, BundleError, parse_bundle
-from tasks.land_attempts import record_prefect_attempts, upsert_target_stub  # noqa: F401 (interface)
-from tasks.land_frames import FrameBatch, check_ranges
-from tasks.validate import describe, validate_frames
+from tasks.landing.attempts import record_prefect_attempts, upsert_target_stub  # noqa: F401 (interface)
+from tasks.landing.frames import FrameBatch, check_ranges
+from tasks.landing.validate import describe, validate_frames
 from warehouse.db import DEFAULT_TIMEOUT_S, writing
 from warehouse.sql import load_query
 
@@ -142,7 +142,7 @@ class Prepared:
     """A batch parsed and validated, not yet written (no warehouse access needed so far)."""
 
     frames: dict[str, Any]
-    outcome: Any  # tasks.validate.Outcome or None when nothing parsed
+    outcome: Any  # tasks.landing.validate.Outcome or None when nothing parsed
     batch: FrameBatch
     targets: dict[str, str]  # run_id -> target
     rejected: list[dict[str, Any]]  # quarantine rows of kind 'rejected'

@@ -1,6 +1,6 @@
 """Run the probe in a child process, and read bundles from an import inbox.
 
-    python -c "from tasks.dispatch import run_probe_child as r; print(r('quick', 'local', '/tmp/b', skip={'finetune'}))"
+    python -c "from tasks.dispatch.child import run_probe_child as r; print(r('quick', 'local', '/tmp/b', skip={'finetune'}))"
 
 `run_probe_child` runs `python -m tasks.probe --profile P --target T --out DIR --origin-kind K
 --flow-run-id ID [--skip ...]` (helper A's CLI; the bundle path is the last line of its stdout) in

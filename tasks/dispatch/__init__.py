@@ -1,0 +1,1 @@
+"""Dispatch: targets, the probe child process, fan-out, Prefect run history, the results store."""

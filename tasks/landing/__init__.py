@@ -1,0 +1,1 @@
+"""Landing: bundles into the warehouse (parse, validate, write, rebuild)."""
