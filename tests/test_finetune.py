@@ -136,10 +136,11 @@ def test_energy_per_token_from_the_window():
     assert r["conditions"]["throttle_reasons"] == ["sw_power_cap"] and "finetune:tiny" in s.phases
 
 
-def test_qlora_without_bitsandbytes_is_skipped_and_bad_options_name_the_field():
-    fts, atts = run_finetunes(["8b-qlora"], device="cpu", sampler=None, budget_s=5)
+def test_new_presets_are_not_applicable_on_cpu_with_reasons_and_bad_options_name_the_field():
+    fts, atts = run_finetunes(["8b-qlora", "bert-large"], device="cpu", sampler=None, budget_s=5)
     _valid(fts, atts)
-    assert fts[0]["status"] == "skipped" and atts[0]["state"] == "skipped"
+    assert [f["status"] for f in fts] == [a["state"] for a in atts] == ["not_applicable"] * 2
+    assert "needs a CUDA GPU" in fts[0]["message"] and "needs a CUDA GPU" in fts[1]["message"]
     with pytest.raises(ValueError, match="micro_batch"):
         FinetuneOptions.from_dict({"micro_batch": 0})
     with pytest.raises(ValueError, match="bogus"):

@@ -257,10 +257,11 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     for preset in cfg.presets:
         baseline_tps = None
         micro_batch = cfg.micro_batch or get_preset(preset).micro_batch_max
-        if get_preset(preset).mode == "qlora":  # B's probe has no 4-bit path; never launched
+        if get_preset(preset).mode == "qlora":  # QLoRA is rented on one GPU: never launched
             attempts.append(attempt(f"finetune_ddp:{preset}", 1, "not_applicable", 0.0,
                                     started_at=iso_now(),
-                                    message="QLoRA presets are not run data-parallel by this probe"))
+                                    message="QLoRA presets are not run data-parallel by this probe "
+                                            "(4-bit fine-tunes fit one GPU; that is what they are for)"))
             continue
         for n in ([1] if cfg.baseline or world == 1 else []) + ([world] if world >= 2 else []):
             task, first = f"finetune_ddp:{preset}:n{n}", len(attempts)

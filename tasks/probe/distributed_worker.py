@@ -177,9 +177,15 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     model = _wrap(model, strategy, device)
     opt = train.make_optimizer(model, p.lr, device.type)
     scaler = train.make_scaler(precision, device.type)
-    step = train.make_step(model, opt, precision=precision, device=str(device), scaler=scaler)
-    blocks = data.pack(data.read_alpaca(data.SAMPLE_PATH), data.ByteTokenizer(), seq_len,
-                       min_blocks=micro_batch * world)
+    tok = data.ByteTokenizer()
+    mlm = None
+    if p.objective == "mlm":  # encoders train as masked LMs (B's encoder.mlm_batch, same recipe)
+        from tasks.probe.encoder import mask_token_id
+
+        mlm = (mask_token_id(tok, p.vocab), len(tok))
+    step = train.make_step(model, opt, precision=precision, device=str(device), scaler=scaler,
+                           mlm=mlm, seed=rank)
+    blocks = data.pack(data.read_alpaca(data.SAMPLE_PATH), tok, seq_len, min_blocks=micro_batch * world)
     gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own shard of the batches
 
     def next_batch() -> torch.Tensor:

@@ -26,6 +26,8 @@ import torch
 
 from tasks.probe import data as fdata
 from tasks.probe import presets as fpresets
+from tasks.probe.encoder import mask_token_id
+from tasks.probe.finetune_plan import not_applicable, plan  # noqa: F401  (plan: re-exported)
 from tasks.probe.finetune_record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
 from tasks.probe.flops import flops_per_token, mfu
 from tasks.probe.steady import steady_steps
@@ -33,8 +35,6 @@ from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, ma
                                make_scaler, make_step, timed_phase)
 
 MIN_ENERGY_WINDOW_S = 3.0  # issue 4: energy over "a window of several seconds"; shorter -> NULL
-TARGET_TOKENS_PER_STEP = 8192  # below this the GPU idles between kernels: worth checkpointing instead
-MEMORY_HEADROOM = 0.85  # of free memory the first guess may plan to use (fragmentation, workspaces)
 
 
 def _quantile(xs: list[float], q: float) -> float:
@@ -54,39 +54,6 @@ def _peak(device: torch.device, precision: str, opts: FinetuneOptions) -> float 
     return specs.lookup(torch.cuda.get_device_name(device)).peak_tflops(precision)
 
 
-def plan(p: fpresets.Preset, precision: str, device: torch.device, opts: FinetuneOptions):
-    """(activation_checkpointing, first micro-batch), or None when even micro-batch 1 cannot fit."""
-    ckpt_opt = opts.activation_checkpointing
-    if opts.micro_batch is not None:
-        return bool(ckpt_opt), opts.micro_batch
-    if device.type != "cuda":
-        return bool(ckpt_opt), p.micro_batch_max
-    free, total = torch.cuda.mem_get_info(device)
-    if opts.memory_fraction is not None:
-        total = total * opts.memory_fraction
-        free = min(free, total)
-    budget = free * MEMORY_HEADROOM
-
-    def fit(ckpt: bool) -> int:
-        mb = 1 << int(math.log2(p.micro_batch_max))
-        while mb >= 1 and fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ckpt) > budget:
-            mb //= 2
-        return mb
-
-    if ckpt_opt is not None:
-        mb = fit(ckpt_opt)
-    else:
-        plain, ckpt = fit(False), fit(True)
-        want = min(p.micro_batch_max, max(1, TARGET_TOKENS_PER_STEP // p.seq_len))
-        ckpt_opt, mb = (False, plain) if plain >= want or ckpt <= plain else (True, ckpt)
-    if mb >= 1:
-        return ckpt_opt, mb
-    ckpt_opt = True if opts.activation_checkpointing is None else ckpt_opt
-    if fpresets.estimate_bytes(p, 1, precision=precision, checkpointing=ckpt_opt) > total:
-        return None  # clearly too big for this card: do not even try
-    return ckpt_opt, 1
-
-
 def _release() -> None:
     gc.collect()
     if torch.cuda.is_available():
@@ -97,17 +64,20 @@ def _release() -> None:
         pass
 
 
-def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadline, opts) -> dict:
-    """One try: build, warm up (compile), timed phase. Returns the measured fields."""
+def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadline, opts,
+             nf4=None, mlm=None) -> dict:
+    """One try: build, warm up (compile), timed phase. Returns the measured fields. Peak memory is
+    the training's: counted from after the build (a QLoRA build holds the bf16 weights briefly)."""
     cuda = device.type == "cuda"
+    model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision, activation_checkpointing=ckpt,
+                                             model_path=opts.model, seed=opts.seed, preset=p,
+                                             nf4_backend=nf4)
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
-    model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision, activation_checkpointing=ckpt,
-                                             model_path=opts.model, seed=opts.seed)
     optimizer = make_optimizer(model, p.lr, device.type)
     runner = torch.compile(model, dynamic=False) if compile_ else model
     step = make_step(runner, optimizer, precision=precision, device=str(device),
-                     scaler=make_scaler(precision, device.type))
+                     scaler=make_scaler(precision, device.type), mlm=mlm, seed=opts.seed)
     if opts.inject_oom_above is not None and mb > opts.inject_oom_above:
         def step(batch, _limit=opts.inject_oom_above):  # noqa: F811 - fault injection for tests
             raise torch.OutOfMemoryError(f"injected: micro-batch {batch.shape[0]} > {_limit}")
@@ -153,7 +123,7 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
     timed = steady_steps(res["step_time_s"], res["window_steps"])  # tokens/s from the steady part
     med = statistics.median(timed)
     tps = tokens_per_step / med
-    fpt = flops_per_token(mode=p.mode if p.mode != "qlora" else "lora", n_non_embedding=meta["params_non_embedding"],
+    fpt = flops_per_token(mode=p.mode, n_non_embedding=meta["params_non_embedding"],
                           n_layers=cfg.num_hidden_layers, hidden=cfg.hidden_size, seq_len=p.seq_len,
                           n_lora=meta["params_lora"])
     peak = _peak(device, precision, opts)
@@ -199,10 +169,11 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
     compile_ = p.compile if opts.compile is None else opts.compile
     rec = base_record(p, dev, precision, compile_)
     task = f"finetune:{name}"
-    missing = [m for m in p.needs if not _importable(m)]
-    if missing or p.mode == "qlora":
-        why = f"needs {', '.join(missing)} (not installed)" if missing else "qlora path not implemented"
-        return closed(rec, "skipped", why), [_att(task, 1, "skipped", None, why, 0.0, _now())]
+    why, nf4 = not_applicable(p, dev)
+    if why:
+        return closed(rec, "not_applicable", why), [_att(task, 1, "not_applicable", None, why, 0.0, _now())]
+    if nf4:
+        note = f"{note}; {nf4[1]}"
     if time.perf_counter() > deadline:
         return closed(rec, "skipped", "no fine-tune budget left"), [
             _att(task, 1, "skipped", None, "no fine-tune budget left", 0.0, _now())]
@@ -212,6 +183,7 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
     if len(tok) > p.vocab:
         raise fdata.DataError(f"tokenizer has {len(tok)} tokens but preset {name} has vocab {p.vocab}")
     blocks = fdata.pack(records, tok, p.seq_len, min_blocks=p.micro_batch_max)
+    mlm = (mask_token_id(tok, p.vocab), len(tok)) if p.objective == "mlm" else None
     planned = plan(p, precision, dev, opts)
     if planned is None:
         why = f"does not fit: estimated memory at micro-batch 1 exceeds the card ({note})"
@@ -226,7 +198,8 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         _log(f"{name}: attempt {n}, micro-batch {mb}, checkpointing {ckpt}, {precision}, compile {compile_}")
         try:
             out = _attempt(p, blocks, device=dev, precision=precision, ckpt=ckpt, mb=mb, compile_=compile_,
-                           sampler=sampler, deadline=deadline, opts=opts)
+                           sampler=sampler, deadline=deadline, opts=opts, nf4=nf4[0] if nf4 else None,
+                           mlm=mlm)
         except Exception as exc:  # classified below: every try is an attempt
             state, kind = classify(exc)
             failure = (state, kind, f"{kind} at micro-batch {mb}{' + checkpointing' if ckpt else ''}: {exc}"[:4000])
@@ -283,12 +256,6 @@ def _device(device: str) -> torch.device:
 
 def _log(msg: str) -> None:
     print(f"[finetune {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def _importable(mod: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(mod) is not None
 
 
 def check_inputs(presets: list[str], options: dict | None) -> tuple[FinetuneOptions, list[dict]]:

@@ -18,6 +18,15 @@ propagate activation gradients to every adapter below (2N), but computes no weig
     flops_per_token = 4 * N_non_embedding_base + 6 * N_lora + 12 * L * H * T
 
 Attention has no weights, so its backward is all activation gradients: the full 12LHT stays.
+
+QLoRA counts exactly as LoRA: only the activations' work (the frozen base's forward and its
+activation gradients, 4N, plus attention) and the adapters' (6 N_lora). Dequantizing each 4-bit
+weight to bf16 before its matmul, in the forward and again in the backward, is work the hardware
+does that the model does not need, so like recomputation it is left out: MFU, not HFU.
+
+An encoder (bert-large, masked LM) is a full fine-tune by the first formula: N counts the MLM
+head's decoder, tied to the word embeddings, because transformers' BertForMaskedLM computes the
+logits at every position; the attention term is the same (each token attends to all T).
 MFU = tokens_per_s * flops_per_token / (peak_tflops * 1e12); None when the peak is unknown.
 """
 
@@ -27,7 +36,7 @@ from __future__ import annotations
 def flops_per_token(
     *, mode: str, n_non_embedding: int, n_layers: int, hidden: int, seq_len: int, n_lora: int = 0
 ) -> float:
-    """Training FLOPs per token for `mode` "full", "lora" or "qlora" (as LoRA: dequantised matmuls)."""
+    """Training FLOPs per token for `mode` "full", "lora" or "qlora" (as LoRA; dequantizing is not counted)."""
     for name, v in (("n_non_embedding", n_non_embedding), ("n_layers", n_layers), ("hidden", hidden),
                     ("seq_len", seq_len)):
         if v <= 0:

@@ -1,4 +1,4 @@
-"""Fine-tune model presets: named recipes, random initialisation from LlamaConfig, no hub download.
+"""Fine-tune model presets: named recipes, random init from a Llama or BERT config, no hub download.
 
     .venv/bin/python -c "from tasks.probe.presets import build_preset; print(build_preset('tiny', 'cpu')[2])"
 
@@ -6,13 +6,15 @@ Every preset is one workload that every target runs the same way, so tokens/s co
 like. Big models are built directly on the GPU (or the meta device for sizing): random init on a
 GPU takes seconds, a CPU init of 8B parameters takes minutes. `estimate_bytes` is the memory model
 that picks the first micro-batch guess and decides activation checkpointing; the OOM ladder in
-finetune.py corrects it when it is wrong.
+finetune.py corrects it when it is wrong. Decoders (arch "llama") train as causal LMs; the
+encoder (arch "bert", tasks/probe/encoder.py) as a masked LM; "qlora" presets keep the base in
+4-bit NF4 (tasks/probe/qlora.py).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -38,17 +40,26 @@ class Preset:
     lora_r: int = 16  # issue 4: LoRA r=16 on all projection layers
     lora_alpha: int = 32  # the common alpha = 2r
     compile: bool = False  # default for torch.compile; the profile or options may override
-    needs: tuple[str, ...] = field(default_factory=tuple)  # optional packages (skipped when missing)
+    arch: str = "llama"  # "llama": decoder, causal LM (labels = inputs); "bert": encoder, masked LM
+    gpu_only: str | None = None  # why the preset is not_applicable without CUDA; None: runs anywhere
 
     def __post_init__(self) -> None:
         if self.mode not in ("full", "lora", "qlora"):
             raise ValueError(f"Preset {self.name}: mode must be full/lora/qlora, got {self.mode!r}")
+        if self.arch not in ("llama", "bert") or (self.arch == "bert" and self.mode != "full"):
+            raise ValueError(f"Preset {self.name}: arch must be llama, or bert with mode full; got "
+                             f"{self.arch!r} with {self.mode!r}")
         if self.hidden % self.heads or self.heads % self.kv_heads:
             raise ValueError(f"Preset {self.name}: hidden/heads/kv_heads do not divide: "
                              f"{self.hidden}/{self.heads}/{self.kv_heads}")
         for name in ("seq_len", "micro_batch_max", "layers", "ffn", "vocab"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Preset {self.name}: {name} must be >= 1, got {getattr(self, name)}")
+
+    @property
+    def objective(self) -> str:
+        """"clm" (next-token, labels = inputs) for decoders, "mlm" (masked tokens) for encoders."""
+        return "mlm" if self.arch == "bert" else "clm"
 
 
 PRESETS: dict[str, Preset] = {
@@ -67,10 +78,18 @@ PRESETS: dict[str, Preset] = {
     # where memory allows (~8 bytes/parameter of state in pure bf16 before activations).
     "7b-full": Preset("7b-full", "full", hidden=4096, layers=32, heads=32, kv_heads=32, ffn=11008,
                       vocab=32000, micro_batch_max=8, lr=1e-4),
-    # The seed's Llama-3-8B QLoRA case: 4-bit NF4 base through bitsandbytes, LoRA r=16 on top.
+    # The seed's Llama-3-8B QLoRA case (shape as 8b-lora): the projections in 4-bit NF4 through
+    # bitsandbytes or torchao (qlora.py), bf16 compute, LoRA r=16 on top; same micro-batch ceiling
+    # as 8b-lora so their peak memory compares like for like.
     "8b-qlora": Preset("8b-qlora", "qlora", hidden=4096, layers=32, heads=32, kv_heads=8, ffn=14336,
                        vocab=128256, rope_theta=500000.0, micro_batch_max=4, lr=1e-3,
-                       needs=("bitsandbytes",)),
+                       gpu_only="8B parameters: ~16 GB to build, minutes a step on a CPU"),
+    # BERT-large (Devlin et al. 2018, BERT_LARGE: L=24, H=1024, A=16; google-bert/bert-large-uncased
+    # config.json, read 2026-12-04: intermediate 4096, vocab 30522, 512 positions): masked-LM
+    # training at seq 512 and batch 32, the comparison's encoder workload. Eager, as most users run it.
+    "bert-large": Preset("bert-large", "full", hidden=1024, layers=24, heads=16, kv_heads=16, ffn=4096,
+                         vocab=30522, seq_len=512, micro_batch_max=32, lr=1e-4, arch="bert",
+                         gpu_only="32 x 512 tokens through 335M parameters: minutes a step on a CPU"),
 }
 
 
@@ -107,43 +126,71 @@ def param_dtypes(mode: str, precision: str) -> tuple[torch.dtype, torch.dtype]:
 
 
 def count_params(model) -> dict[str, int]:
+    """Parameter counts by role. Quantized weights count the parameters they stand for. The
+    non-embedding count leaves out lookup tables (token, position, type embeddings) and the LoRA
+    adapters (counted apart), but keeps every matmul, including an output head tied to the input
+    embedding (BERT's MLM decoder multiplies by the word-embedding table at every position)."""
+    from tasks.probe.qlora import logical_numel
+
+    emb_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
     total = trainable = embed = lora = 0
     for name, prm in model.named_parameters():
-        n = prm.numel()
+        n = logical_numel(prm)
         total += n
         trainable += n if prm.requires_grad else 0
-        embed += n if "embed_tokens" in name else 0
+        embed += n if id(prm) in emb_ids else 0
         lora += n if "lora_" in name else 0
-    # The non-embedding count of the base model: LoRA adapters are counted separately.
+    try:
+        head = model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        head = None
+    tied = head.weight.numel() if head is not None and id(head.weight) in emb_ids else 0
     return {"params_total": total, "params_trainable": trainable,
-            "params_non_embedding": total - embed - lora, "params_lora": lora}
+            "params_non_embedding": total - embed - lora + tied, "params_lora": lora}
+
+
+def _build_base(p: Preset, device, dtype: torch.dtype, model_path: str | None):
+    """(model, config, source) of the base network before adapters."""
+    if p.arch == "bert":
+        if model_path:
+            from transformers import BertForMaskedLM
+
+            model = BertForMaskedLM.from_pretrained(model_path, local_files_only=True, dtype=dtype,
+                                                    attn_implementation="sdpa").to(device)
+            return model, model.config, model_path.rstrip("/").split("/")[-1] or "model"
+        from tasks.probe.encoder import build_bert
+
+        return (*build_bert(p, device, dtype), "preset")
+    from transformers import AutoModelForCausalLM, LlamaForCausalLM
+
+    if model_path:
+        model = AutoModelForCausalLM.from_pretrained(
+            model_path, local_files_only=True, dtype=dtype, attn_implementation="sdpa").to(device)
+        return model, model.config, model_path.rstrip("/").split("/")[-1] or "model"
+    cfg = llama_config(p)
+    with torch.device(device):
+        model = LlamaForCausalLM._from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    return model, cfg, "preset"
 
 
 def build_preset(name: str, device: str | torch.device, *, precision: str = "fp32",
-                 activation_checkpointing: bool = False, model_path: str | None = None, seed: int = 0):
-    """Build (model, cfg, meta) for preset `name` on `device` with random init (or `model_path`).
+                 activation_checkpointing: bool = False, model_path: str | None = None, seed: int = 0,
+                 preset: Preset | None = None, nf4_backend: str | None = None):
+    """Build (model, cfg, meta) for preset `name` (or the `preset` object) on `device` with random
+    init (or `model_path`).
 
     meta: mode, params_total, params_trainable, params_non_embedding, params_lora, build_s,
-    model_source. LoRA presets come back as a peft PeftModel with only the adapters trainable.
+    model_source. LoRA presets come back as a peft PeftModel with only the adapters trainable;
+    QLoRA presets quantize the base through `nf4_backend` (qlora.backend() picks it) first.
     """
-    p = get_preset(name)
-    if p.mode == "qlora":
-        raise NotImplementedError("8b-qlora: the bitsandbytes 4-bit path is not implemented in this probe")
-    from transformers import AutoModelForCausalLM, LlamaForCausalLM
-
+    p = preset or get_preset(name)
     base_dtype, train_dtype = param_dtypes(p.mode, precision)
+    if p.mode == "qlora" and nf4_backend is None:
+        raise ValueError(f"{p.name}: a qlora preset needs nf4_backend (tasks.probe.qlora.backend())")
     t0 = time.perf_counter()
     torch.manual_seed(seed)
-    if model_path:
-        model = AutoModelForCausalLM.from_pretrained(
-            model_path, local_files_only=True, dtype=base_dtype if p.mode != "full" else train_dtype,
-            attn_implementation="sdpa").to(device)
-        cfg, source = model.config, model_path.rstrip("/").split("/")[-1] or "model"
-    else:
-        cfg, source = llama_config(p), "preset"
-        with torch.device(device):
-            model = LlamaForCausalLM._from_config(
-                cfg, dtype=base_dtype if p.mode != "full" else train_dtype, attn_implementation="sdpa")
+    model, cfg, source = _build_base(p, device, base_dtype if p.mode != "full" else train_dtype,
+                                     model_path)
     model.config.use_cache = False
     if activation_checkpointing:  # non-reentrant: works with frozen bases (LoRA) and torch.compile
         kw = {"use_reentrant": False}
@@ -160,10 +207,15 @@ def build_preset(name: str, device: str | torch.device, *, precision: str = "fp3
         for prm in model.parameters():
             if prm.requires_grad:
                 prm.data = prm.data.to(train_dtype)
+    elif p.mode == "qlora":
+        from tasks.probe.qlora import quantize_and_adapt
+
+        model = quantize_and_adapt(model, p, nf4_backend, base_dtype, train_dtype, LORA_TARGETS)
     model.train()
     if str(device).startswith("cuda"):
         torch.cuda.synchronize()
-    meta = {"mode": p.mode, "model_source": source, "build_s": time.perf_counter() - t0, **count_params(model)}
+    meta = {"mode": p.mode, "model_source": source, "build_s": time.perf_counter() - t0,
+            "nf4_backend": nf4_backend if p.mode == "qlora" else None, **count_params(model)}
     return model, cfg, meta
 
 
@@ -171,27 +223,35 @@ def estimate_bytes(p: Preset, micro_batch: int, *, precision: str, checkpointing
     """Rough peak bytes of one training step (sizes the first micro-batch guess, nothing more).
 
     State: full fine-tune keeps weights, grads and two AdamW moments in the trainable dtype; LoRA
-    keeps the frozen base plus small adapters. Activations: what autograd saves per token and layer
+    keeps the frozen base plus small adapters; QLoRA the same with the projections at ~0.52 bytes a
+    parameter (qlora.NF4_BYTES_PER_PARAM). Activations: what autograd saves per token and layer
     with fused (SDPA) attention, in the spirit of Korthikanti et al. 2022; with checkpointing only
     each layer's input plus one layer being recomputed; logits ~12*vocab bytes per token (bf16
     logits, fp32 loss and its gradient). Checked against the reference's 1b peaks (44.7 GB at
     micro-batch 8 eager: this says 48)."""
-    n_layer = 4 * p.hidden * p.hidden * (1 + p.kv_heads / p.heads) / 2 + 3 * p.hidden * p.ffn
-    n = p.layers * n_layer + 2 * p.vocab * p.hidden
+    from tasks.probe.qlora import NF4_BYTES_PER_PARAM
+
+    h, f, kv = p.hidden, p.ffn, p.hidden * p.kv_heads / p.heads
+    act_b = 2 if precision != "fp32" else 4
+    if p.arch == "bert":  # q, k, v, o + two FFN matrices; word (tied head), 512 positions, 2 types
+        n_proj, n_other = p.layers * (4 * h * h + 2 * h * f), (p.vocab + 514) * h
+        # Saved per token and layer: q/k/v, the projections' inputs, two LayerNorms, the FFN's up
+        # and GELU outputs (2 x ffn), and three dropout masks (1 byte each).
+        per_layer = (8 * h + 2 * f) * act_b + 3 * h
+    else:
+        n_proj, n_other = p.layers * (2 * h * h + 2 * h * kv + 3 * h * f), 2 * p.vocab * h
+        # Saved per token and layer: norm inputs/outputs, q/k/v, attention output, and the SwiGLU's
+        # gate, up, activation and product (4 x ffn), plus two fp32 RMSNorm upcasts.
+        per_layer = (6 * h + 4 * f + 2 * kv) * act_b + 8 * h
     base_b, train_b = (torch.finfo(d).bits // 8 for d in param_dtypes(p.mode, precision))
     if p.mode == "full":
-        state = n * train_b * 4
+        state = (n_proj + n_other) * train_b * 4
     else:
-        n_lora = p.layers * p.lora_r * (9 * p.hidden + 3 * p.ffn + 2 * p.hidden * p.kv_heads / p.heads)
-        state = n * base_b + n_lora * 16
-    act_b = 2 if precision != "fp32" else 4
+        n_lora = p.layers * p.lora_r * (9 * h + 3 * f + 2 * kv)
+        proj_b = NF4_BYTES_PER_PARAM if p.mode == "qlora" else base_b
+        state = n_proj * proj_b + n_other * base_b + n_lora * 16
     tokens = micro_batch * p.seq_len
-    kv = p.hidden * p.kv_heads / p.heads
-    # Saved per token and layer: norm inputs/outputs, q/k/v, attention output, and the SwiGLU's
-    # gate, up, activation and product (4 x ffn), plus two fp32 RMSNorm upcasts.
-    per_layer = (6 * p.hidden + 4 * p.ffn + 2 * kv) * act_b + 8 * p.hidden
-    act = tokens * (p.layers * p.hidden * act_b + per_layer) if checkpointing else \
-        tokens * p.layers * per_layer
+    act = tokens * (p.layers * h * act_b + per_layer) if checkpointing else tokens * p.layers * per_layer
     logits = tokens * p.vocab * 12
     return state + act + logits + 1.5e9  # + allocator slack and workspaces
 

@@ -5,7 +5,8 @@
 Signatures other probes use (G's distributed fine-tune):
     choose_precision(device_type: str, capability: tuple[int, int] | None) -> (precision, note)
     make_optimizer(model, lr: float, device_type: str) -> torch.optim.AdamW   (fused on CUDA)
-    make_step(model, optimizer, *, precision: str, device: str, scaler=None) -> step(batch) -> loss (tensor)
+    make_step(model, optimizer, *, precision: str, device: str, scaler=None, mlm=None) -> step(batch) -> loss
+        (mlm=(mask_id, n_tokens): masked-LM steps for encoders, encoder.mlm_batch; None: causal LM)
     train_steps(model, batches, steps, *, optimizer, precision="fp32", device="cpu", scaler=None)
         -> {"step_time_s": [...], "losses": [...]}    # plain loop, every step timed, no warm-up logic
     timed_phase(step, next_batch, *, tokens_per_step, device, rule=None, fixed_steps=None, deadline=inf)
@@ -54,16 +55,25 @@ def make_scaler(precision: str, device_type: str):
     return torch.amp.GradScaler(device_type) if precision == "fp16" else None
 
 
-def make_step(model, optimizer, *, precision: str, device: str, scaler=None):
-    """One optimizer step on a [micro_batch, seq_len] batch of token ids (labels = inputs)."""
+def make_step(model, optimizer, *, precision: str, device: str, scaler=None,
+              mlm: tuple[int, int] | None = None, seed: int = 0):
+    """One optimizer step on a [micro_batch, seq_len] batch of token ids: labels = inputs (causal
+    LM), or with mlm=(mask_id, n_tokens) BERT's masking drawn on the device (masked LM)."""
     dev = torch.device(device)
     # fp16 keeps fp32 trainable weights and autocasts the matmuls; bf16 weights are already bf16.
     amp = (torch.autocast(dev.type, dtype=torch.float16) if precision == "fp16" else None)
+    if mlm is not None:
+        from tasks.probe.encoder import mlm_batch
+
+        gen = torch.Generator(device=dev).manual_seed(seed)
 
     def step(batch: torch.Tensor) -> torch.Tensor:
         ids = batch.to(dev, non_blocking=True)
+        labels = ids
+        if mlm is not None:
+            ids, labels = mlm_batch(ids, mask_id=mlm[0], n_tokens=mlm[1], generator=gen)
         with amp if amp is not None else contextlib.nullcontext():
-            loss = model(input_ids=ids, labels=ids).loss
+            loss = model(input_ids=ids, labels=labels).loss
         if scaler is not None:
             scaler.scale(loss).backward()
             scaler.step(optimizer)
