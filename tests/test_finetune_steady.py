@@ -95,3 +95,30 @@ def test_measured_h200_series_settles_after_its_power_cap_transient():
     assert spread(windows[:stop_at]) > 0.01  # the transient alone would have failed the 1% bound
     assert steady_spread(windows[:stop_at]) <= 0.01
     assert 9 <= stop_at < len(windows)
+
+
+@pytest.mark.parametrize("spread_pct, stops_early, steady_at_max", [
+    (0.5, True, True),  # within the 0.8% margin: stops at min_windows
+    (0.9, False, True),  # under 1% but not by 0.2 points: runs on; steady if it ends so at max_s
+    (1.2, False, False),  # over 1%: unstable at max_s
+])
+def test_early_stop_needs_the_margin_max_s_the_full_tolerance(spread_pct, stops_early, steady_at_max):
+    # alternating windows whose steady part spans exactly spread_pct
+    windows = [100.0 + (spread_pct / 2 if i % 2 else -spread_pct / 2) for i in range(9)]
+    rule = SteadyRule()
+    assert should_stop(windows, 36.0, rule) == ((True, True) if stops_early else (False, False))
+    assert should_stop(windows, rule.max_s, rule) == (True, True if stops_early else steady_at_max)
+
+
+def test_the_h200_series_after_a_20s_warmup_settles_with_margin():
+    # The same 88 s series, starting 4 windows (16 s) later as the 20 s GPU warm-up now does.
+    doc = json.loads((ROOT / "docs/measurements/h200-fidelity-2026-12-02.json").read_text())
+    windows = doc["finetune"]["windows"][4:]
+    stop_at = next(n for n in range(1, len(windows) + 1)
+                   if should_stop(windows[:n], elapsed_s=4.0 * n, rule=SteadyRule())[0])
+    assert stop_at == 9 and steady_spread(windows[:stop_at]) <= 0.005
+
+
+def test_bad_stop_margin_names_the_field():
+    with pytest.raises(ValueError, match="stop_margin"):
+        SteadyRule(stop_margin=0.0)

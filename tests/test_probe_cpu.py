@@ -55,14 +55,16 @@ def test_gemm_classic_2048_cpu():
 def test_gemm_grid_is_exhaustive_and_search_list_inside_limits():
     assert len(gemm.grid("bf16")) == 8 * 16 * 8
     assert len(gemm.grid("fp32")) == 4 * 8 * 4
-    assert all(max(s) <= 16384 for s in gemm.SEARCH_SHAPES["tensor"])
+    for family, dtype in (("tensor", "bf16"), ("fp32", "fp32")):
+        assert set(gemm.KNOWN_GOOD[family]) <= set(gemm.grid(dtype))  # the search stays in the grid
 
 
 def test_gemm_search_on_cpu_honours_budget_and_refines(monkeypatch):
+    from tasks.probe import gemm_search
+
     cfg = GemmConfig(budget_s=0.01, warmup=1, iters=2, refine_iters=3, refine_top=1)
-    monkeypatch.setattr(gemm, "SEARCH_SHAPES", {"fp32": [(64, 64, 64), (128, 128, 128)],
-                                                "tensor": []})
-    monkeypatch.setattr(gemm, "_neighbours", lambda shape, seen: [])
+    monkeypatch.setattr(gemm_search, "seed_shapes", lambda dtype, sms, n: [(64, 64, 64), (128, 128, 128)])
+    monkeypatch.setattr(gemm_search, "neighbours", lambda shape, dtype, seen: [])
     res = gemm.search("fp32", cfg, "cpu")
     assert res["shapes_tried"] >= 1 and res["iters"] == 3 and res["tflops_median"] > 0
 

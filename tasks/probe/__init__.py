@@ -7,4 +7,4 @@ fine-tune and pynvml where present): no pydantic, prefect, duckdb or polars, so 
 host can produce bundles. tests/test_probe_imports.py proves it.
 """
 
-PROBE_VERSION = "0.3.0"  # bump when any benchmark's method changes (each also has its own version)
+PROBE_VERSION = "0.4.0"  # bump when any benchmark's method changes (each also has its own version)

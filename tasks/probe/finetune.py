@@ -34,6 +34,7 @@ from tasks.probe.steady import steady_steps
 from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
                                make_scaler, make_step, timed_phase)
 
+GPU_WARMUP_S = 20.0  # FinetuneOptions.warmup_min_s's GPU default (why: see that field)
 MIN_ENERGY_WINDOW_S = 3.0  # issue 4: energy over "a window of several seconds"; shorter -> NULL
 
 
@@ -92,7 +93,7 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
             torch.cuda.synchronize(device)
         first_s = time.perf_counter() - t0  # includes compilation when compile_ is on
         t1 = time.perf_counter()
-        warm_min_s = opts.warmup_min_s if opts.warmup_min_s is not None else (5.0 if cuda else 0.0)
+        warm_min_s = opts.warmup_min_s if opts.warmup_min_s is not None else (GPU_WARMUP_S if cuda else 0.0)
         while True:
             if time.perf_counter() > deadline:
                 raise ProbeTimeout("warm-up passed the fine-tune budget")

@@ -27,9 +27,10 @@ class FinetuneOptions:
     micro_batch: int | None = None  # None = auto (guess from memory, halve on OOM)
     steps: int | None = None  # fixed timed steps (quick profile); None = the steady-state rule
     warmup_steps: int = 3  # untimed: first step compiles, the next ones settle the allocator
-    warmup_min_s: float | None = None  # and at least this long after the first step; None: 5 s on a
-    #   GPU, so clocks reach the power cap before timing (H200 2026-12-02: windows drifted ~1% over
-    #   24 s after a 1.5 s warm-up), 0 on CPU
+    warmup_min_s: float | None = None  # and at least this long after the first step; None: 20 s
+    #   on a GPU, 0 on CPU. At the power cap an H200's clock keeps sinking for ~30 s (1b windows
+    #   fell ~0.3% per 4 s window for the first ~25 s after a 5 s warm-up, then ~0.1%; samples
+    #   94a54702, ff7d6305), so timing starts past the steepest part of the drift
     steady: SteadyRule = field(default_factory=SteadyRule)  # issue 10.3 stop rule
     peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/specs.py)
     num_workers: int = 2  # DataLoader workers: real fine-tunes feed from worker processes

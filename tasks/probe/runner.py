@@ -134,10 +134,12 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
         task("gemm:mm2048", lambda: gemm.measure_classic(g, device=device, spec=spec,
                                                          sampler=sampler))
     b = best.get("bf16")
+    bp = b["params"] if b else {}
     task("gemm_sustained", lambda: measure_sustained(
         prof.sustained, device=device, spec=spec, sampler=sampler,
-        shape=[b["params"]["m"], b["params"]["n"], b["params"]["k"]] if b else None,
-        burst_tflops=b["value"] if b else None))
+        shape=[bp["m"], bp["n"], bp["k"]] if b else None, burst_tflops=b["value"] if b else None,
+        candidates=[gemm.parse_shape(t) for t in bp.get("top_shapes", [])],
+        candidate_burst=list(bp.get("top_tflops", []))))
     task("gemm_sustained:fixed", lambda: measure_sustained(
         prof.sustained, device=device, spec=spec, sampler=sampler, shape=None,
         burst_tflops=None, variant="fixed"))
