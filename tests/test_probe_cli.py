@@ -97,3 +97,20 @@ def test_bad_skip_names_the_field(tmp_path):
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "skip = ['gpu']" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_presets_flag_runs_the_new_presets_not_applicable_on_cpu(tmp_path):
+    """`--presets 8b-qlora,bert-large` on this CPU box: a valid bundle, both not_applicable with
+    their reasons; an unknown preset is a usage error before anything runs."""
+    hw = "gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce"
+    proc = subprocess.run([sys.executable, "-m", "tasks.probe", "--profile", "quick", "--skip", hw,
+                           "--presets", "8b-qlora,bert-large", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    b = read_bundle(Path(proc.stdout.strip().splitlines()[-1]))
+    got = {f.preset: (f.status, f.message) for f in b.finetune}
+    assert set(got) == {"8b-qlora", "bert-large"}
+    assert all(s == "not_applicable" and "needs a CUDA GPU" in m for s, m in got.values()), got
+    bad = subprocess.run([sys.executable, "-m", "tasks.probe", "--presets", "13b", "--out", str(tmp_path / "x")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown fine-tune preset '13b'" in bad.stderr

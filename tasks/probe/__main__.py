@@ -1,6 +1,8 @@
 """CLI: run the probe and write one bundle; the bundle's path is the last line of stdout.
 
     python -m tasks.probe --profile quick --target local --out results/ [--skip finetune,storage]
+    python -m tasks.probe --profile standard --skip gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce \
+        --presets 8b-qlora,bert-large --out results/      # fine-tune only, chosen presets
 
 Exit 0 when a bundle was written (failed benchmarks are data inside it), 2 on a usage error.
 """
@@ -23,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="directory for the storage benchmark's files (default: the temp dir)")
     ap.add_argument("--skip", default="", help="comma-separated task groups to skip "
                     "(gemm, gemm_sustained, memory, hostdev, storage, feed, allreduce, finetune)")
+    ap.add_argument("--presets", default=None, help="comma-separated fine-tune presets instead of "
+                    "the profile's (tasks/probe/presets.py), e.g. 8b-qlora,bert-large")
     ap.add_argument("--model", default=None, help="fine-tune a local HF checkpoint dir (no download)")
     ap.add_argument("--tokenizer", default=None, help="local tokenizer dir (default: byte-level)")
     ap.add_argument("--data", default=None, help="Alpaca-format JSONL for the fine-tune "
@@ -38,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     skip = {s.strip() for s in a.skip.split(",") if s.strip()}
     try:
         ft = {k: v for k, v in (("model", a.model), ("tokenizer", a.tokenizer), ("data", a.data)) if v}
+        presets = [p.strip() for p in a.presets.split(",") if p.strip()] if a.presets else None
         path = run_probe(a.profile, a.target, a.out, origin=origin, data_dir=a.data_dir, skip=skip,
-                         finetune_options=ft or None)
+                         finetune_options=ft or None, presets=presets)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

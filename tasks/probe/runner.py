@@ -188,9 +188,15 @@ def write_bundle(doc: dict[str, Any], out_dir: str | Path) -> Path:
 
 def run_probe(profile: str, target: str, out_dir: str, *, origin: dict | None = None,
               data_dir: str | None = None, skip: set[str] | frozenset = frozenset(),
-              device: str | None = None, finetune_options: dict | None = None) -> Path:
-    """Run the probe for `profile` on this host and return the bundle's path."""
+              device: str | None = None, finetune_options: dict | None = None,
+              presets: list[str] | None = None) -> Path:
+    """Run the probe for `profile` on this host and return the bundle's path; `presets` replaces
+    the profile's fine-tune presets (the bundle lists what ran)."""
     prof = with_data_dir(get_profile(profile), data_dir)
+    if presets:
+        from dataclasses import replace
+
+        prof = replace(prof, finetune_presets=tuple(presets))
     if finetune_options:  # the CLI's --model/--tokenizer/--data, over the profile's own options
         from dataclasses import replace
 
