@@ -56,7 +56,9 @@ def _gemm_measurement(dtype: str, res: dict, spec: GpuSpec, cfg: GemmConfig, win
                 "efficiency": round(eff, 4) if eff else None,
                 "mode": res.get("mode", "exhaustive" if cfg.exhaustive else "search"),
                 "shapes_tried": res.get("shapes_tried", 1), "complete": res.get("complete", True),
-                "search_s": round(res.get("search_s", 0.0), 3), "warmup": cfg.warmup,
+                "search_s": round(res.get("search_s", 0.0), 3),
+                "search_total_s": round(res.get("total_s", 0.0), 3),  # with the refine
+                "warmup": cfg.warmup,
                 "l2_flush_mib": cfg.l2_flush_mib if res.get("flushed", True) else 0,
                 "idle_ratio": cfg.idle_ratio if is_cuda_result(res) else 0.0,
                 "top_shapes": [shape_text(t["shape"]) for t in res.get("top", [])],
