@@ -1,6 +1,7 @@
 """Device experiment (issue 20): NF4 backends, the bf16 sweep against the new search, the capped pick.
 
-    python3 -m tests.bench.exp_issue20_h200 explore --out $OUT/explore.json   # env, backends, sweep, 3 searches, pick
+    python3 -m tests.bench.exp_issue20_h200 explore --out $OUT/explore.json   # env, sweep, 3 searches, pick
+    python3 -m tests.bench.exp_issue20_h200 backends --out $OUT/nf4.json      # 1.3B LoRA vs QLoRA per backend
     python3 -m tests.bench.exp_issue20_h200 sweep --out $OUT/sweep.json       # the exhaustive sweep alone
     python3 -m tests.bench.exp_issue20_h200 compare --sweep S.json BUNDLE...  # here: search / sweep
 
@@ -137,8 +138,7 @@ def explore(out_path: Path) -> None:
     def save():
         out_path.write_text(json.dumps(doc, indent=1, default=str))
 
-    for stage, fn in (("env", env_report), ("backends", backend_runs), ("sweep", run_sweep),
-                      ("searches", lambda: run_searches(3))):
+    for stage, fn in (("env", env_report), ("sweep", run_sweep), ("searches", lambda: run_searches(3))):
         t = time.perf_counter()
         try:
             doc[stage] = fn()
@@ -174,13 +174,15 @@ def compare(sweep_path: Path, bundles: list[Path]) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["explore", "sweep", "compare"])
+    ap.add_argument("what", choices=["explore", "sweep", "backends", "compare"])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--sweep", type=Path)
     ap.add_argument("bundles", nargs="*", type=Path)
     a = ap.parse_args(argv)
     if a.what == "explore":
         explore(a.out)
+    elif a.what == "backends":
+        a.out.write_text(json.dumps(backend_runs(), indent=1, default=str))
     elif a.what == "sweep":
         res = run_sweep()
         a.out.write_text(json.dumps({"sweep": res}, default=str))
