@@ -69,3 +69,14 @@ def test_fingerprint_gpu_fields(spec):
                   "power_limit_w", "sm_clock_max_mhz", "mig_mode", "cudnn", "nccl",
                   "numa_node", "cpu_affinity", "nvlink", "persistence_mode"):
             assert env[k] is not None, k
+
+
+def test_sustained_holds_the_candidate_with_the_best_capped_rate(spec, sampler):
+    cfg = SustainedConfig(duration_s=2, window_s=1, pick_ramp_s=0.5, pick_window_s=0.2, pick_rounds=1)
+    cands, burst = [[2048, 2048, 2048], [4096, 4096, 4096]], [500.0, 700.0]
+    res = measure_sustained(cfg, device=DEV, shape=cands[0], burst_tflops=burst[0], spec=spec,
+                            sampler=sampler, candidates=cands, candidate_burst=burst)
+    p = res[0]["params"]
+    assert p["shape_source"] == "capped_pick" and len(p["pick_capped_tflops"]) == 2
+    i = p["pick_capped_tflops"].index(max(p["pick_capped_tflops"]))
+    assert [p["m"], p["n"], p["k"]] == cands[i] and p["burst_tflops"] == burst[i]
