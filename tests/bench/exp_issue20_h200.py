@@ -1,6 +1,6 @@
-"""Device experiment (issue 20): NF4 backends, the bf16 sweep against the new search, the capped pick.
+"""Device experiment (issue 20): NF4 backends, the bf16 sweep against the new search.
 
-    python3 -m tests.bench.exp_issue20_h200 explore --out $OUT/explore.json   # env, sweep, 3 searches, pick
+    python3 -m tests.bench.exp_issue20_h200 explore --out $OUT/explore.json   # env, sweep, 3 searches
     python3 -m tests.bench.exp_issue20_h200 backends --out $OUT/nf4.json      # 1.3B LoRA vs QLoRA per backend
     python3 -m tests.bench.exp_issue20_h200 sweep --out $OUT/sweep.json       # the exhaustive sweep alone
     python3 -m tests.bench.exp_issue20_h200 compare --sweep S.json BUNDLE...  # here: search / sweep
@@ -113,25 +113,6 @@ def run_searches(n: int) -> list[dict]:
     return out
 
 
-def run_pick(candidates: list[list[int]], burst: list[float]) -> dict:
-    from tasks.probe.nvml import Sampler
-    from tasks.probe.profiles import SustainedConfig
-    from tasks.probe.specs import lookup
-    from tasks.probe.sustained import measure_sustained
-
-    import torch
-
-    cfg = SustainedConfig(duration_s=10.0, window_s=2.0)
-    with Sampler(t0=time.time(), hz=10.0) as s:
-        res = measure_sustained(cfg, device="cuda:0", shape=candidates[0], burst_tflops=burst[0],
-                                spec=lookup(torch.cuda.get_device_name(0), warn=False), sampler=s,
-                                candidates=candidates, candidate_burst=burst)
-    return {k: res[0]["params"].get(k) for k in ("shape_source", "pick_shapes", "pick_capped_tflops",
-                                                 "pick_s", "m", "n", "k", "burst_tflops",
-                                                 "sustained_over_burst", "last_window_sm_clock_mhz")} | {
-        "sustained_tflops": res[0]["value"]}
-
-
 def explore(out_path: Path) -> None:
     doc: dict = {}
 
@@ -146,10 +127,6 @@ def explore(out_path: Path) -> None:
             doc[stage] = {"error": f"{type(e).__name__}: {e}"[:2000]}
         doc.setdefault("stage_s", {})[stage] = round(time.perf_counter() - t, 1)
         _log(f"{stage} done in {doc['stage_s'][stage]} s")
-        save()
-    if isinstance(doc.get("searches"), list) and doc["searches"]:
-        top = doc["searches"][-1]["top"]
-        doc["pick"] = run_pick([t["shape"] for t in top], [t["tflops"] for t in top])
         save()
     if isinstance(doc.get("sweep"), dict) and "tflops" in doc["sweep"] and isinstance(doc.get("searches"), list):
         sw = doc["sweep"]
