@@ -2,14 +2,17 @@
 
     costgap --help
 
-Each command group lives in flows/commands/<name>.py and exposes `register(app)`. A user error
-(bad bundle, bad price file, bad config) is printed as one line naming file, field and value,
-with exit code 2; never a bare traceback.
+Each command group lives in flows/commands/<name>.py and exposes `register(app)`. Exit codes are
+one contract for every command (flows/commands/__init__.py): 0 done or nothing to do, 1 an internal
+failure, 2 user input refused. A user error (bad bundle, bad price file, bad config) is printed as
+one line naming file, field and value; a Prefect API that cannot be reached or started is one line
+too (exit 1). Never a bare traceback for either; a bug still fails loudly with its traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 
@@ -41,16 +44,24 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
+    from flows.api import ApiUnavailable
+    from flows.commands import EXIT_FAILED, EXIT_REFUSED
     from tasks.errors import UserError
 
     # The ephemeral Prefect server would otherwise try to phone home (and log an error offline).
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The write slot emits Prefect events; at exit Prefect's event queue drains them and warns
+    # "Still processing items: 1 items remaining..." on stderr. The events are still sent.
+    logging.getLogger("EventsWorker").setLevel(logging.ERROR)
 
     try:
         app()
     except UserError as e:
         typer.echo(f"costgap: error: {e}", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_REFUSED)
+    except ApiUnavailable as e:
+        typer.echo(f"costgap: error: {e}", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

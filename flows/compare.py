@@ -9,8 +9,8 @@ Per target (deploy/targets.toml), concurrently on a thread pool:
   ends, its timeout passes or its pool loses every live worker (tasks.dispatch.fanout.wait_for_run);
 - `import`: the bundles in the target's inbox.
 Bundles are read from the results store and each target lands as soon as its run ends, so a slow
-target never holds up the others. Landing (validated by tasks.landing.land) holds the Prefect global
-concurrency limit `warehouse-write` (1 slot, created if missing): concurrent compare runs and
+target never holds up the others. Landing (validated by tasks.landing.land) holds the warehouse's write
+slot, a Prefect global concurrency limit of 1 (flows/write_slot.py): concurrent compare runs and
 targets queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
 is read back from Prefect and landed as attempts. The flow ends Completed when every target
 landed, Completed named "Partial" (message lists what is missing) when some did, and Failed when
@@ -33,24 +33,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows import settings
 from flows.probe import probe
 from flows.report import report_and_artifacts
+from flows.write_slot import ensure_write_limit, slot_name, writer
 from tasks.dispatch import fanout, prefect_runs
 from tasks.dispatch.fanout import Outcome
 from tasks.dispatch.results import ResultsStore
 from tasks.dispatch.targets import Target, load_targets_or_local, select
 
-WRITE_LIMIT = "warehouse-write"  # Prefect global concurrency limit held while landing
-# The slot's lease is renewed while held; a holder killed mid-landing frees it after this long
-# (Prefect's minimum), so a re-run waits ~1 min instead of the 300 s default.
-WRITE_LEASE_S = 60.0
-WRITE_WAIT_S = 1800.0  # give up waiting for the slot after this, with Prefect's timeout error
-
-
-def write_slot():
-    """The one-writer slot: hold it around every warehouse write made from a flow."""
-    from prefect.concurrency.sync import concurrency
-
-    return concurrency(WRITE_LIMIT, occupy=1, strict=True, lease_duration=WRITE_LEASE_S,
-                       timeout_seconds=WRITE_WAIT_S)
 MAX_PARALLEL = 32  # targets dispatched at once; each waits on a remote worker, not on this CPU
 
 
@@ -140,28 +128,12 @@ def dispatch_target(t: Target, profile: str, results: str, skip: list[str], work
     return land(warehouse, o, compare_run_id)
 
 
-def ensure_write_limit(name: str = WRITE_LIMIT, slots: int = 1) -> None:
-    """Create the global concurrency limit if it does not exist yet (one writer at a time)."""
-    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
-    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-
-    with _client() as client:
-        try:
-            client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            try:
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=slots))
-            except ObjectAlreadyExists:  # another compare run created it a moment ago
-                pass
-
-
 def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
     """Land one target's bundles, Prefect attempts and dispatches row, holding warehouse-write."""
     from tasks.landing.land import land_paths, record_prefect_attempts
-    from warehouse.db import writing
 
     log = get_run_logger()
-    with write_slot(), writing(warehouse) as con:
+    with writer(warehouse) as con:
         if o.bundle_uris:
             summary = land_paths(con, o.bundle_uris, source="flow")
             fanout.apply_landing(o, summary)
@@ -176,9 +148,8 @@ def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
 def sync_targets(warehouse: str, targets: list[Target]) -> None:
     """The targets file's facts (provider, region, instance type...) into the targets table."""
     from tasks.dispatch import targets as targets_mod
-    from warehouse.db import writing
 
-    with write_slot(), writing(warehouse) as con:
+    with writer(warehouse) as con:
         targets_mod.sync_targets(con, targets)
 
 
@@ -197,7 +168,7 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     explicit = bool(targets_file or os.environ.get("COSTGAP_TARGETS", "").strip())
     chosen = select(load_targets_or_local(file, explicit=explicit), targets, str(file))
     log.info("comparing %d target(s): %s (profile %s)", len(chosen), ", ".join(t.id for t in chosen), profile)
-    ensure_write_limit()
+    ensure_write_limit(slot_name(warehouse))
     threading.Thread(target=importlib.import_module, args=("tasks.landing.land",), daemon=True).start()  # GX
     # imports take seconds: load them while the probes run, not after
     run_id = str(runtime.flow_run.id or "cli")

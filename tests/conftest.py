@@ -16,13 +16,26 @@ def warehouse_file(tmp_path: Path) -> Path:
     return tmp_path / "wh.duckdb"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def prefect_harness():
-    """A real, temporary Prefect server and database for the whole test session."""
+    """A real, temporary Prefect server and database for the whole test session.
+
+    Every warehouse write takes the `warehouse-write` slot (flows/write_slot.py), so every test
+    needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
+    (a test of the ephemeral default removes it from the child's environment)."""
+    from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
+    before = os.environ.get("PREFECT_API_URL")
     with prefect_test_harness(server_startup_timeout=120):
-        yield
+        os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = before
 
 
 @pytest.fixture(autouse=True)

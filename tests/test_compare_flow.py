@@ -118,7 +118,8 @@ def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import DeploymentCreate, WorkPoolCreate
 
-    from flows.compare import WRITE_LIMIT, compare
+    from flows.compare import compare
+    from flows.write_slot import slot_name
 
     with get_client(sync_client=True) as c:
         c.create_work_pool(WorkPoolCreate(name="pool-nobody", type="process"), overwrite=True)
@@ -137,14 +138,14 @@ def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, 
         con.close()
     assert rows == [("probe_flow", "cancelled", "timeout")]
     with get_client(sync_client=True) as c:
-        limit = c.read_global_concurrency_limit_by_name(WRITE_LIMIT)
+        limit = c.read_global_concurrency_limit_by_name(slot_name(str(tmp_path / "wh.duckdb")))
     assert limit.limit == 1 and limit.active_slots == 0  # created if missing, released after landing
 
 
 @pytest.mark.slow
 def test_two_compare_processes_take_turns_on_the_warehouse(prefect_harness, tmp_path):
     """Two `costgap run` processes at once, one warehouse file: their landings take turns (queued on
-    the warehouse-write limit, never overlapping) and both land everything, neither fails on the lock."""
+    the warehouse's write slot, never overlapping) and both land everything, neither fails on the lock."""
     import os
     import subprocess
     import sys

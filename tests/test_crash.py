@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from tasks.landing.land import CRASH_POINTS, land_into
+from flows.landing import land_into
+from tasks.landing.land import CRASH_POINTS
 from tests.conftest import REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect

@@ -124,7 +124,7 @@ def test_telemetry_out_of_range_and_out_of_order(tmp_path, warehouse_file):
 def test_malformed_json_via_cli(tmp_path, warehouse_file):
     bad = write_raw(tmp_path, "broken.json", '{"schema_version": 1, "target": ')
     r = cli("ingest", str(bad), "--warehouse", str(warehouse_file))
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 2, r.stderr  # user input refused
     assert "rejected 1" in r.stdout and "broken.json" in r.stdout and "not valid JSON" in r.stdout
     assert "Traceback" not in r.stdout + r.stderr
     con = connect(str(warehouse_file), read_only=True)

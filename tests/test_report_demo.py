@@ -85,7 +85,7 @@ def test_demo_without_samples_is_a_clear_error(tmp_path):
 
 
 def test_demo_replaces_only_its_own_warehouse(demo, samples, tmp_path):
-    from tasks.landing.land import land_into
+    from flows.landing import land_into
 
     wh, site, _out = demo
     again = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(tmp_path / "s2"), "--samples", str(samples),

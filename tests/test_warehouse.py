@@ -10,8 +10,9 @@ from datetime import timedelta
 import duckdb
 import pytest
 
-from tasks.landing.land import land_into, land_paths, record_prefect_attempts
-from tasks.landing.rebuild import rebuild
+from flows.landing import land_into
+from flows.rebuild import rebuild
+from tasks.landing.land import land_paths, record_prefect_attempts
 from tests.conftest import REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle, write_raw
 from warehouse import db
@@ -136,9 +137,9 @@ def test_rebuild_cli_missing_store_leaves_warehouse(tmp_path):
 
 def test_rebuild_keeps_price_book_and_target_facts(tmp_path):
     """What no bundle holds survives a rebuild: targets.toml facts, and the price book (replayed
-    from the imports archived in the results store; carried over where no replay exists)."""
+    from the imports archived in the results store)."""
     from tasks.pricing import PriceRow, import_rows
-    from tasks.landing.rebuild import _price_replay
+    from tasks.pricing.archive import archive_prices
 
     store = tmp_path / "results"
     write_bundle(store / "aws-g5" / "r1", bundle_doc(target="aws-g5", seq=1))
@@ -151,20 +152,14 @@ def test_rebuild_keeps_price_book_and_target_facts(tmp_path):
                    currency="USD", original_amount=1.006, original_period="hour",
                    effective_from=BASE_TIME - timedelta(days=30), source="test:1", fetched_at=BASE_TIME)
     summary = import_rows(con, [row], source_kind="csv", source="test.csv", fetched_at=BASE_TIME)
-    if _price_replay() is not None:  # the pricing area archives each import in the results store
-        from tasks.pricing.archive import archive_prices
-
-        archive_prices(str(store), summary, [row], BASE_TIME)
+    archive_prices(str(store), summary, [row], BASE_TIME)
     prices_before = con.execute("select * exclude (import_id) from prices").fetchall()
     con.close()
     result = rebuild(str(store), str(wh))
     con = connect(str(wh), read_only=True)
     assert con.execute("select provider, region, instance_type from targets").fetchall() == [
         ("aws", "us-east-1", "g5.xlarge")]
-    if _price_replay() is None:
-        assert "carried over" in result.prices_replayed and result.carried["prices"] == 1
-    else:
-        assert result.prices_replayed.startswith("prices replayed: 1 price imports")
+    assert result.prices_replayed.startswith("prices replayed: 1 price imports")
     assert con.execute("select * exclude (import_id) from prices").fetchall() == prices_before
     con.close()
 

@@ -3,8 +3,8 @@
     costgap ingest results/ --warehouse costgap.duckdb
 
 Prints landed / duplicates / quarantined / rejected, one line per problem naming the file, the
-field, the value and the reason. Exit code 0 when everything landed or was already there,
-1 when anything was quarantined or rejected, 2 on a user error (e.g. warehouse busy).
+field, the value and the reason. Exit 0 when everything landed or was already there, 2 when
+anything was quarantined or rejected (the rest still landed), as flows/commands/__init__.py says.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import typer
 
+from flows.commands import EXIT_REFUSED, say
 from flows.settings import warehouse_path
 
 
@@ -23,19 +24,19 @@ def ingest(
         None, "--warehouse", help="DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."),
     lock_timeout_s: float = typer.Option(
         60.0, "--lock-timeout", help="Seconds to wait for another costgap process to release the "
-        "warehouse before giving up with a clear message."),
+        "warehouse file before giving up with a clear message."),
     batch_size: int = typer.Option(
         500, "--batch-size", min=1, help="Bundles per transaction (validated together, committed "
-        "together; the write lock is released between batches)."),
+        "together; the write slot is released between batches)."),
 ) -> None:
     """Land bundles: validated, idempotent (same bundle twice adds nothing), atomic per batch."""
-    from tasks.landing.land import land_into
+    from flows.landing import land_into
 
     summary = land_into(warehouse_path(warehouse), paths, source="cli", timeout_s=lock_timeout_s,
-                        batch_size=batch_size)
+                        batch_size=batch_size, progress=say)
     typer.echo(summary.as_text())
     if not summary.ok:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_REFUSED)
 
 
 def register(app: typer.Typer) -> None:

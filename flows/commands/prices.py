@@ -26,8 +26,8 @@ RESULTS_HELP = ("Results store the import is archived in, so `costgap rebuild` c
                 "$COSTGAP_RESULTS, then ./results).")
 
 
-def _fetched(rows) -> datetime:
-    return max((r.fetched_at for r in rows), default=None) or datetime.now().astimezone()
+def _say(line: str) -> None:
+    typer.echo(line, err=True)
 
 
 def _when(text: Optional[str], name: str) -> Optional[datetime]:
@@ -50,28 +50,22 @@ def import_cmd(
     results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
     """Land a price file: unchanged prices change nothing, a changed price opens a new period."""
+    from flows.prices import land_fx, land_prices
     from tasks.pricing import fx
-    from tasks.pricing.archive import archive_fx, archive_prices
-    from tasks.pricing.book import import_fetched
     from tasks.pricing.pricebook_file import PriceBookFile
     from tasks.pricing.skypilot import SkyPilotCatalog
-    from warehouse.db import writing
 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "fx":
         rows = fx.read_fx_csv(file)
-        with writing(warehouse_path(warehouse)) as con:
-            got = fx.insert_rates(con, rows)
-        archive_fx(results_url(results), rows, got["new"])
+        got = land_fx(warehouse_path(warehouse), rows, results_url(results), progress=_say)
         typer.echo(f"fx {file}: {got['rows']} rates, {got['new']} new, {got['unchanged']} unchanged")
         return
     source = (SkyPilotCatalog(file, provider, _when(effective_from, "effective-from")) if fmt == "skypilot"
               else PriceBookFile(file, fmt))
-    rows = source.fetch()
-    with writing(warehouse_path(warehouse)) as con:
-        summary = import_fetched(con, source, rows)
-    archive_prices(results_url(results), summary, rows, _fetched(rows))
+    rows = source.fetch()  # read and validated before the warehouse is touched
+    summary = land_prices(warehouse_path(warehouse), source, rows, results_url(results), progress=_say)
     typer.echo(summary.as_text())
     skipped = getattr(source, "skipped", 0)
     if skipped:
@@ -87,17 +81,13 @@ def refresh_cmd(
     results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
     """Fetch a public price API (no credentials) and land what changed."""
-    from tasks.pricing.archive import archive_prices
-    from tasks.pricing.book import import_fetched
+    from flows.prices import land_prices
     from tasks.pricing.http import ReplayClient, UrllibClient
     from tasks.pricing.sources import build_source
-    from warehouse.db import writing
 
     src = build_source(source, ReplayClient(replay) if replay else UrllibClient())
-    rows = src.fetch()  # the network part, before the warehouse is locked
-    with writing(warehouse_path(warehouse)) as con:
-        summary = import_fetched(con, src, rows)
-    archive_prices(results_url(results), summary, rows, _fetched(rows))
+    rows = src.fetch()  # the network part, before the write slot is taken
+    summary = land_prices(warehouse_path(warehouse), src, rows, results_url(results), progress=_say)
     typer.echo(summary.as_text())
     for reason, n in sorted(getattr(src, "skipped", {}).items()):
         typer.echo(f"  skipped {n} items: {reason}")

@@ -6,7 +6,8 @@
 Runs the compare flow (flows/compare.py). With PREFECT_API_URL unset Prefect starts its ephemeral
 API for the run; set it to use a server (and its workers, for `pool` targets). Prints the headline
 cost table and the report's path. Exit 0 when every target landed, 1 when some target is missing
-(the flow ended Partial or Failed; the message says which and why), 2 on a user error.
+or the report failed (the flow ended Partial or Failed; the message says which and why), 2 on a
+user error (flows/commands/__init__.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Optional
 import typer
 
 from flows import settings
+from flows.commands import EXIT_FAILED, say
 
 
 def _split(value: Optional[str]) -> list[str]:
@@ -48,19 +50,21 @@ def run(
     explicit = bool(targets_file or os.environ.get("COSTGAP_TARGETS", "").strip())
     select(load_targets_or_local(file, explicit=explicit), ids, str(file))  # fails here, before Prefect starts
 
+    from flows.api import ensure_api
     from flows.compare import compare
 
+    ensure_api(say)  # a cold Prefect home can take a minute: started here, with progress
     state = compare(targets=ids, profile=settings.profile_name(profile), warehouse=warehouse, site=site,
                     results=results, skip=_split(skip), targets_file=targets_file, return_state=True)
     try:
         summary = state.result(raise_on_failure=False)
     except Exception as e:  # the flow crashed before it produced a summary
         typer.echo(f"costgap run: {state.name}: {state.message or e}", err=True)
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_FAILED)
     if not isinstance(summary, dict):  # an exception: a user error raised inside the flow
         _reraise(summary)
         typer.echo(f"costgap run: {state.name}: {state.message}", err=True)
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_FAILED)
     typer.echo("")
     typer.echo(summary.get("headline") or "(no headline table)")
     typer.echo("")
@@ -71,7 +75,7 @@ def run(
     typer.echo(f"report:    {summary.get('index') or '(not built)'}")
     typer.echo(f"{state.name}: {summary['message']}")
     if summary["status"] != "completed":
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=EXIT_FAILED)
 
 
 def _reraise(value) -> None:

@@ -27,7 +27,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
@@ -37,7 +37,6 @@ from tasks.bundle import FUTURE_SKEW, MAX_BUNDLE_BYTES, BundleError, parse_bundl
 from tasks.landing.attempts import record_prefect_attempts, upsert_target_stub  # noqa: F401 (interface)
 from tasks.landing.frames import FrameBatch, check_ranges
 from tasks.landing.validate import describe, validate_frames
-from warehouse.db import DEFAULT_TIMEOUT_S, writing
 from warehouse.sql import load_query
 
 BATCH_SIZE = 500  # bundles per transaction: big enough to amortise GX and inserts, small enough
@@ -279,26 +278,20 @@ def _write(con, p: Prepared, fresh: list[str], quarantine_rows: list[dict], s: L
     _crash("committed")
 
 
+def batches(files: list[str], batch_size: int) -> Iterator[tuple[list[str], str]]:
+    """The files in landing batches, each with a progress line ("n of N files")."""
+    for i in range(0, len(files), batch_size):
+        yield files[i : i + batch_size], f"  {min(i + batch_size, len(files))} of {len(files)} files"
+
+
 def land_paths(con: duckdb.DuckDBPyConnection, paths: list[str], *, source: str = "cli",
-               batch_size: int = BATCH_SIZE) -> LandSummary:
+               batch_size: int = BATCH_SIZE, progress: Callable[[str], None] | None = None) -> LandSummary:
     """Land every bundle under `paths` through an open writer connection, batch by batch."""
     files, missing = expand(paths)
     summary = LandSummary(rejected=list(missing))
-    for i in range(0, len(files), batch_size):
-        summary.merge(commit(con, prepare(files[i : i + batch_size]), source=source))
+    for batch, done in batches(files, batch_size):
+        summary.merge(commit(con, prepare(batch), source=source))
+        if progress and len(files) > batch_size:
+            progress(done)
     return summary
 
-
-def land_into(warehouse: str, paths: list[str], *, source: str = "cli",
-              batch_size: int = BATCH_SIZE, timeout_s: float = DEFAULT_TIMEOUT_S) -> LandSummary:
-    """Like land_paths, but holds the warehouse's write lock only while committing each batch."""
-    files, missing = expand(paths)
-    summary = LandSummary(rejected=list(missing))
-    if not files:
-        with writing(warehouse, timeout_s=timeout_s):  # still create/migrate the file
-            return summary
-    for i in range(0, len(files), batch_size):
-        prepared = prepare(files[i : i + batch_size])
-        with writing(warehouse, timeout_s=timeout_s) as con:
-            summary.merge(commit(con, prepared, source=source))
-    return summary

@@ -49,30 +49,12 @@ def fetch_named(name: str, replay: str | None = None) -> list:
     return build_source(name, ReplayClient(replay) if replay else UrllibClient()).fetch()
 
 
-def _land(warehouse: str, src, rows: list, results: str | None) -> dict:
-    from tasks.pricing.archive import archive_prices
-    from tasks.pricing.book import import_fetched
-    from warehouse.db import writing
-
-    with writing(warehouse) as con:
-        s = import_fetched(con, src, rows)
-    archived = archive_prices(results, s, rows, max((r.fetched_at for r in rows), default=datetime.now())) \
-        if results else None
-    return {**s.__dict__, "text": s.as_text(), "archived": archived}
-
-
-def land_named(warehouse: str, name: str, rows: list, results: str | None = None) -> dict:
-    """Land rows fetched from a named source (short-lived writer); archive them in `results`."""
-    return _land(warehouse, build_source(name, client=None), rows, results)  # client unused: no refetch
-
-
-def land_catalog(warehouse: str, path: str, fmt: str = "skypilot", results: str | None = None) -> dict:
-    """Land a price file (a synced SkyPilot catalog, a CSV/YAML book); archive it in `results`."""
+def catalog_source(path: str, fmt: str = "skypilot") -> PriceSource:
+    """A price file kept in sync by other means: a SkyPilot catalog, or a CSV/YAML price book."""
     from tasks.pricing.pricebook_file import PriceBookFile
     from tasks.pricing.skypilot import SkyPilotCatalog
 
-    src = SkyPilotCatalog(path) if fmt == "skypilot" else PriceBookFile(path, fmt)
-    return _land(warehouse, src, src.fetch(), results)
+    return SkyPilotCatalog(path) if fmt == "skypilot" else PriceBookFile(path, fmt)
 
 
 def summaries_markdown(summaries: list[dict]) -> str:

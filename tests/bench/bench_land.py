@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.bench.bench_land            # 1k and 10k (about 5 minutes on 2 cores)
     .venv/bin/python -m tests.bench.bench_land 200 1000   # other sizes
 
-Each size is landed by a fresh child process (`costgap ingest`'s code path: tasks.landing.land.land_into,
+Each size is landed by a fresh child process (`costgap ingest`'s code path: flows.landing.land_into,
 500 bundles per transaction, GX validation per batch) into a fresh warehouse, so its peak RSS
 (ru_maxrss) is its own. Target (issue 8): >= 50 bundles/s on this 2-core box, and memory flat:
 peak RSS at 10k within 1.5x of peak RSS at 1k (streaming batches, never everything at once).
@@ -53,7 +53,7 @@ def write_bundles(folder: Path, n: int) -> float:
 def child(folder: str, warehouse: str) -> None:
     """Land everything under `folder`; print one JSON line of figures."""
     t0 = time.perf_counter()
-    from tasks.landing.land import land_into
+    from flows.landing import land_into
     from tasks.landing.validate import _context
 
     _context()  # imports GX and builds the suites: a fixed cost per process, reported apart
