@@ -1,79 +1,102 @@
-"""The report flow: rebuild the static site from the warehouse and publish Prefect artifacts.
+"""The report flow: read the warehouse once, publish the static site and the Prefect artifacts from it.
 
     prefect deployment run 'report/after-compare'
-    python -c "from flows.report import report; print(report('costgap.duckdb', 'site'))"
+    python -c "from flows.report import build_site; print(build_site('costgap.duckdb', 'site'))"
 
-The site is reports.site.build_site (helper E's); the headline table is tasks.cost.table.cost_table and
-the findings tasks.cost.changepoint.detect (helper D's). The compare flow calls `report_and_artifacts`
-so that its artifacts attach to the compare run: a markdown artifact `costgap-headline` (cost
-table, change points, per-target outcome) and a link artifact `costgap-report` to the site.
+One read-only snapshot feeds everything (reports.data.load): the site (reports.site.publish), the
+headline table printed by `costgap run`, and the markdown artifact `costgap-headline`, so the three
+show the same figures. The compare flow calls `report_and_artifacts` so that its artifacts attach
+to the compare run, with a link artifact `costgap-report` to the site. A failure while building
+(a bug in the cost model, say) fails the `build-report` task with its traceback in the log and
+leaves the published site as it was; the landing that came before is kept.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
+import duckdb
 from prefect import flow, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import settings
+from reports.data import ReportConfig, ReportData, load
+from reports.site import publish
 from reports.text import HEADLINE_COLUMNS, findings_markdown, frame_markdown, headline_text
+from warehouse.db import WarehouseNotReady, reading, writing
 
 
-@task(name="build-site", cache_policy=NO_CACHE)
-def build_site(warehouse: str, site: str) -> str:
-    from reports.site import build_site as build
+@contextmanager
+def snapshot(warehouse: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only snapshot; a warehouse that predates a migration is migrated once first."""
+    try:
+        ctx = reading(warehouse)
+        con = ctx.__enter__()
+    except WarehouseNotReady:
+        if not Path(warehouse).exists():
+            raise
+        with writing(warehouse):
+            pass
+        ctx = reading(warehouse)
+        con = ctx.__enter__()
+    try:
+        yield con
+    finally:
+        ctx.__exit__(None, None, None)
 
-    return build(warehouse, site)
+
+def load_report(warehouse: str, config: ReportConfig | None = None) -> ReportData:
+    """Everything the report shows, from one snapshot of the warehouse (closed before rendering)."""
+    with snapshot(str(warehouse)) as con:
+        return load(con, config or ReportConfig())
 
 
-@task(name="headline", cache_policy=NO_CACHE)
-def headline(warehouse: str) -> dict:
-    """The cost table and the significant change points, as text and markdown."""
-    from tasks.cost.changepoint import detect
-    from tasks.cost.table import cost_table
-    from warehouse.db import reading
+def build_site(warehouse: str, site: str, *, baseline: str | None = None, images: bool = True,
+               config: ReportConfig | None = None) -> str:
+    """Read the warehouse, render every page and publish atomically; returns index.html's path/URL."""
+    return publish(load_report(warehouse, config or ReportConfig(baseline=baseline)), site, images=images)
 
-    with reading(warehouse) as con:
-        df = cost_table(con)
-        found = detect(con)
-    return {"headline": headline_text(df), "headline_md": frame_markdown(df, HEADLINE_COLUMNS),
-            "changes": len(found), "changes_md": findings_markdown(found)}
+
+@task(name="build-report", cache_policy=NO_CACHE)
+def build_report(warehouse: str, site: str) -> dict:
+    """The site and the headline (text and markdown), from the same ReportData."""
+    data = load_report(warehouse)
+    index = publish(data, site)
+    return {"index": index, "headline": headline_text(data.cost.rows),
+            "headline_md": frame_markdown(data.cost.rows, HEADLINE_COLUMNS),
+            "changes": len(data.changes.rows), "changes_md": findings_markdown(data.changes.rows)}
 
 
 def _link(index: str) -> str:
     return index if "://" in index else Path(index).resolve().as_uri()
 
 
-def _value(state, default, errors: list[str], what: str):
-    """A task's result, or `default` with the error noted: a broken report must not lose the landing."""
-    if state.is_completed():
-        return state.result()
-    errors.append(f"{what} failed: {state.message}")
-    return default
-
-
 def report_and_artifacts(warehouse: str, site: str, outcomes_md: str = "", message: str = "") -> dict:
     """Rebuild the site, then attach the headline and a link to it to the current flow run.
     Returns index, headline text, number of change points, and `errors` (empty when all worked)."""
     errors: list[str] = []
-    index = _value(build_site(warehouse, site, return_state=True), None, errors, "report site")
-    head = _value(headline(warehouse, return_state=True),
-                  {"headline": "(headline table failed)", "headline_md": "_headline table failed_",
-                   "changes_md": "_change points not computed_", "changes": 0}, errors, "headline")
+    state = build_report(warehouse, site, return_state=True)
+    if state.is_completed():
+        out = state.result()
+    else:  # the traceback is in the task's log; the landing before it is kept, the old site stays
+        errors.append(f"report failed (the published site was left as it was): {state.message}")
+        out = {"index": None, "headline": "(report failed: see the log)", "headline_md": "_report failed_",
+               "changes": 0, "changes_md": "_not computed_"}
     md = "\n\n".join(p for p in (
         f"# costgap\n\n{message}" if message else "# costgap",
-        "## Effective cost per million tokens\n\n" + head["headline_md"],
-        "## Change points\n\n" + head["changes_md"],
+        "## Effective cost per million tokens\n\n" + out["headline_md"],
+        "## Change points\n\n" + out["changes_md"],
         "## Targets in this run\n\n" + outcomes_md if outcomes_md else "",
         "## Errors\n\n" + "\n".join(f"- {e}" for e in errors) if errors else "",
     ) if p)
     create_markdown_artifact(key="costgap-headline", markdown=md, description="costgap headline table")
-    if index:
-        create_link_artifact(key="costgap-report", link=_link(index), link_text="costgap report",
+    if out["index"]:
+        create_link_artifact(key="costgap-report", link=_link(out["index"]), link_text="costgap report",
                              description="the static costgap site")
-    return {"index": index, "headline": head["headline"], "changes": head["changes"], "errors": errors}
+    return {"index": out["index"], "headline": out["headline"], "changes": out["changes"], "errors": errors}
 
 
 @flow(name="report", log_prints=True)

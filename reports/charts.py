@@ -88,11 +88,11 @@ def _rules(price_changes: Rows, env_changes: Rows) -> list[alt.Chart]:
 def history_lines(history: Rows, price_changes: Rows, env_changes: Rows) -> dict:
     """Cost per 1M tokens per target over time; price changes dashed, environment changes solid."""
     rows = [dict(r, series=f"{r['target']} · {r.get('preset')}") for r in history if r.get("cost_per_mtok") is not None]
-    line = alt.Chart(_data(rows, ("series", "target", "preset", "bucket_start", "cost_per_mtok"))).mark_line(point=True).encode(
-        x=alt.X("bucket_start:T", title=None),
+    line = alt.Chart(_data(rows, ("series", "target", "preset", "period_end", "cost_per_mtok"))).mark_line(point=True).encode(
+        x=alt.X("period_end:T", title=None),
         y=alt.Y("cost_per_mtok:Q", title="cost per 1M tokens"),
         color=alt.Color("series:N", title="target · preset"),
-        tooltip=["series:N", alt.Tooltip("bucket_start:T", title="week"), alt.Tooltip("cost_per_mtok:Q", format=".3f")],
+        tooltip=["series:N", alt.Tooltip("period_end:T", title="week ending"), alt.Tooltip("cost_per_mtok:Q", format=".3f")],
     )
     return _spec(alt.layer(line, *_rules(price_changes, env_changes)).properties(width=CHART_WIDTH, height=CHART_HEIGHT))
 

@@ -20,9 +20,6 @@ def overview(data: ReportData) -> Page:
              "Effective cost per 1M training tokens on each target: the price per instance-hour divided by measured "
              "throughput, times the rerun factor from failed attempts. Cheapest first; the interval comes from the "
              "run-to-run spread and the failure rate's uncertainty.")
-    for w in data.warnings:
-        p.parts.append(f'<div class="banner">{esc(w)}</div>')
-
     labelled = {t["target"]: t["runs_labelled"] for t in data.targets if t.get("runs_labelled")}
 
     base_presets = {r.get("preset") for r in data.cost.rows if r.get("is_baseline")}
@@ -43,15 +40,18 @@ def overview(data: ReportData) -> Page:
                     _pct(r["gap"]) if r.get("gap") is not None else
                     Raw('<span class="empty">no shared preset</span>') if r.get("preset") not in base_presets else None),
                 "price": Raw(f"{fmt(r.get('price_per_hour'))} {esc(r.get('currency') or '')}/h") if r.get("price_per_hour") is not None else badge("no price", "warn"),
+                "price_now": Raw(f"{fmt(r.get('price_now_per_hour'))} {esc(r.get('currency') or '')}/h") if r.get("price_now_per_hour") is not None else None,
+                "cost_now": r.get("cost_now_per_mtok"),
                 "age": Raw(_age(r.get("price_age_days")) + (" " + str(badge("stale", "warn")) if stale else ""))
                 if r.get("price_age_days") is not None else None,
-                "rerun": Raw(f"{fmt((r.get('p') or 0) * 100, 1)}% (R {fmt(r.get('R'))})") if r.get("p") is not None else None,
+                "rerun": Raw(f"{fmt((r.get('p') or 0) * 100, 1)}% ({r.get('failed_attempts')}/{r.get('attempts')}; R {fmt(r.get('R'))})") if r.get("p") is not None else None,
                 "runs": r.get("runs"), "last": r.get("last_run_at"), "_base": r.get("is_baseline"),
             })
         cols = [("target", "Target"), ("preset", "Preset"), ("cost", f"Cost / 1M tok ({data.cost.rows[0].get('currency') or ''})"),
-                ("interval", "90% interval"), ("gap", f"Gap vs {data.baseline}"), ("price", "Price"), ("age", "Price age"),
+                ("interval", "90% interval"), ("gap", f"Gap vs {data.baseline}"), ("price", "Price (window blend)"),
+                ("price_now", "Price today"), ("cost_now", "Cost at today's price"), ("age", "Price age"),
                 ("rerun", "Rerun rate"), ("runs", "Runs"), ("last", "Last run")]
-        out = table(cols, rows, numeric=("cost", "interval", "gap", "price", "age", "rerun", "runs"),
+        out = table(cols, rows, numeric=("cost", "interval", "gap", "price", "price_now", "cost_now", "age", "rerun", "runs"),
                     row_class=lambda r: "base" if r.get("_base") else "")
         if any(r.get("cost_per_mtok") is not None for r in data.cost.rows):
             out += p.chart("overview-cost", lambda: charts.cost_bars(data.cost.rows, data.baseline),

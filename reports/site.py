@@ -1,8 +1,9 @@
-"""Build the static report from the warehouse and publish it atomically to a directory or fsspec URL.
+"""Render the static report and publish it atomically to a directory or fsspec URL.
 
     costgap report --warehouse costgap.duckdb --site site      # or: --site memory://report, s3://bucket/report
 
-Pages are rendered from one read-only snapshot into a fresh temporary directory. Only a complete
+Pages are rendered from the report's data (reports.data.load, over one read-only snapshot that
+flows/report.py opens) into a fresh temporary directory. Only a complete
 build is published: a local directory is swapped in by rename; a remote URL gets the build under
 builds/<id>/ and then its root index.html (one object, written last) is pointed at it. A failure at
 any step leaves the previous site exactly as it was. The vega libraries are one shared local file
@@ -20,17 +21,14 @@ import shutil
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
 
-import duckdb
 import fsspec
 import vl_convert as vlc
 
-from reports.data import ReportConfig, ReportData, load
+from reports.data import ReportData
 from reports.page import ASSET_JS, render
 from reports.pages import all_pages
 
@@ -196,33 +194,10 @@ def _publish_remote(build: Path, site: str) -> str:
     return f"{site.rstrip('/')}/index.html"
 
 
-@contextmanager
-def _snapshot(warehouse: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only snapshot; a warehouse that predates a migration is migrated once first."""
-    from warehouse.db import WarehouseNotReady, reading, writing
+def publish(data: ReportData, site: str, *, images: bool = True) -> str:
+    """Render every page from `data` and publish atomically; returns index.html's path or URL.
 
-    try:
-        ctx = reading(warehouse)
-        con = ctx.__enter__()
-    except WarehouseNotReady:
-        if not Path(warehouse).exists():
-            raise
-        with writing(warehouse):
-            pass
-        ctx = reading(warehouse)
-        con = ctx.__enter__()
-    try:
-        yield con
-    finally:
-        ctx.__exit__(None, None, None)
-
-
-def build_site(warehouse: str, site: str, *, baseline: str | None = None, images: bool = True,
-               config: ReportConfig | None = None) -> str:
-    """Render every page from the warehouse and publish atomically; returns index.html's path/URL."""
-    cfg = config or ReportConfig(baseline=baseline)
-    with _snapshot(str(warehouse)) as con:
-        data = load(con, cfg)
+    A failure at any step (a bug in a page included) raises, and the previous site stays as it was."""
     if _is_local(site):
         dest = Path(site.removeprefix("file://")).resolve()
         dest.parent.mkdir(parents=True, exist_ok=True)

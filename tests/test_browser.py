@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.site import build_site
+from flows.report import build_site
 from tests.report_world import make_world
 
 CHROMIUM = os.environ.get("COSTGAP_CHROMIUM", "/usr/bin/chromium")

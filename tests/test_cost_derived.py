@@ -14,8 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from tasks.cost.table import derived, repeatability, tier_recommendations
-from tasks.cost.derived import TierConfig, memory_need_gib
+from tasks.cost.derived import TierConfig, derived, memory_need_gib, repeatability, tier_recommendations
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
 AS_OF = T0 + timedelta(days=5)
@@ -103,7 +102,9 @@ def test_cli_targets_and_errors(tmp_path):
     out = CliRunner().invoke(app, ["targets", "--window", "3650d", "--warehouse", str(path)])
     assert out.exit_code == 0, out.output
     lines = out.output.strip().splitlines()
-    assert lines[0].startswith("a10") and lines[1].startswith("h100x8")  # cheapest first
+    assert lines[0].startswith("window ") and "ends at the newest run" in lines[0]
+    assert lines[1].startswith("a10") and lines[3].startswith("h100x8")  # cheapest first
+    assert lines[2].strip().startswith("today: ") and "/1M tokens" in lines[2]  # today's price beside it
     tiers = CliRunner().invoke(app, ["tiers", "--window", "3650d", "--warehouse", str(path)])
     assert tiers.exit_code == 0, tiers.output
     assert "* <=7B   h100x8" in tiers.output and "does not fit" in tiers.output and "tokens/GPU-day" in tiers.output

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 from typer.testing import CliRunner
@@ -72,7 +72,9 @@ def test_hand_worked_example_matches_costgap_gap_json(tmp_path):
     assert out["terms"]["reliability"] == pytest.approx(math.log(1.125), abs=1e-12)
     assert abs(sum(out["terms"].values()) - out["ln_ratio"]) <= 1e-9
     assert out["ln_ratio"] == pytest.approx(math.log(1.265625), abs=1e-12)
-    assert out["gap_lo"] <= out["gap"] <= out["gap_hi"] and not out["stale"]
+    assert out["gap_lo"] <= out["gap"] <= out["gap_hi"]
+    # stale refers to today's price: last confirmed at T0, so stale once T0 is more than 30 days ago
+    assert out["stale"] == (a["price_age_days"] > 30) and a["price_age_days"] == (date.today() - T0.date()).days
     text = CliRunner().invoke(app, ["gap", "A", "B", "--as-of", AS_OF.isoformat(), "--warehouse", str(path)])
     assert "+26.6%" in text.output and "reliability 0.117783" in text.output
 
@@ -83,13 +85,16 @@ def test_cost_table_rows_flags_and_order(tmp_path):
     add_target(con, "C", "nowhere", "r", "unpriced")
     add_run(con, "c0", "C", T0 + timedelta(days=2), 5000.0)
     table = cost.cost_table(con, as_of=AS_OF)
-    assert table.columns[:17] == cost.COLUMNS
+    assert table.columns[:len(cost.COLUMNS)] == cost.COLUMNS
     assert table["target"].to_list() == ["B", "A", "C"]  # cheapest first, unpriced last
     c = table.row(2, named=True)
     assert c["price_per_hour"] is None and c["cost_per_mtok"] is None and c["price_stale"] is None
-    stale = cost.cost_table(con, as_of=AS_OF, stale_after_days=5)
+    stale = cost.cost_table(con, as_of=AS_OF, stale_after_days=5, today=AS_OF)  # today's price, read at AS_OF
     assert stale.filter(stale["target"] == "A")["price_stale"].to_list() == [True]
-    assert stale.filter(stale["target"] == "A")["price_age_days"].to_list() == [10.0]
+    assert stale.filter(stale["target"] == "A")["price_age_days"].to_list() == [10]
+    fresh = cost.cost_table(con, as_of=AS_OF, today=AS_OF)
+    a = fresh.filter(fresh["target"] == "A").row(0, named=True)
+    assert not a["price_stale"] and a["price_now_per_hour"] == 2.25 and a["cost_now_per_mtok"] == a["cost_per_mtok"]
     yearly = cost.cost_table(con, as_of=AS_OF, billing="yearly")
     assert yearly["cost_per_mtok"].null_count() == 3  # no yearly prices: no cost, not a guess
 
@@ -147,21 +152,28 @@ def test_gap_between_windows_splits_exactly_and_lists_env_changes(tmp_path):
     assert res["env_changes"]["b"] == []
 
 
-def test_cost_history_buckets_use_the_same_model(tmp_path):
+def test_each_period_of_a_history_is_the_window_of_the_same_length(tmp_path):
+    """A span of many periods is the same model as one window: period k equals `costgap gap --as-of <its end>`."""
+    from tasks.cost.inputs import Span
+    from tasks.cost.model import CostOptions
+    from tasks.cost.table import costs
+
     con = warehouse(tmp_path / "w.duckdb")
     _hand_worked(con)
-    hist = cost.cost_history(con, bucket="month", until=AS_OF)
-    a = hist.filter(hist["target"] == "A").row(0, named=True)
-    assert a["cost_per_mtok"] == pytest.approx(0.703125) and a["runs"] == 3 and a["attempts"] == 5
-
-
-def test_history_flags_runs_priced_by_a_stale_price(tmp_path):
-    con = warehouse(tmp_path / "w.duckdb")
-    _hand_worked(con)  # prices last confirmed at T0; runs on T0 + 1..3 days
-    fresh = cost.cost_history(con, bucket="month", until=AS_OF, stale_after_days=30)
-    stale = cost.cost_history(con, bucket="month", until=AS_OF, stale_after_days=1.5)
-    assert fresh["price_stale"].to_list() == [False, False]
-    assert stale["price_stale"].to_list() == [True, True]
+    for i, x in enumerate([800.0, 820.0, 810.0]):
+        add_run(con, f"a2{i}", "A", T0 + timedelta(days=8 + i), x, failed=i == 1)
+        add_run(con, f"b2{i}", "B", T0 + timedelta(days=8 + i), 620.0 + i)
+    rows, _ = costs(con, Span(AS_OF, 7.0, 3), CostOptions(), today=AS_OF)
+    assert sorted({r["period"] for r in rows}) == [0, 1]
+    for r in rows:
+        one = cost.cost_table(con, as_of=r["window_end"], window_days=7.0, today=AS_OF)
+        same = one.filter((one["target"] == r["target"]) & (one["preset"] == r["preset"])).row(0, named=True)
+        for k in ("cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "tokens_per_s", "p", "R", "attempts"):
+            assert same[k] == r[k], (r["period"], r["target"], k)
+    # period 1 = (T0 - 4d, T0 + 3d]: the hand-worked runs of A without the Prefect attempt at T0 + 4d: p = 1/4
+    a1 = next(r for r in rows if r["period"] == 1 and r["target"] == "A")
+    assert (a1["runs"], a1["attempts"], a1["failed_attempts"]) == (3, 4, 1)
+    assert a1["cost_per_mtok"] == pytest.approx(0.625 * (1 + 0.5 * 0.25 / 0.75), rel=1e-12)
 
 
 def test_checkpoint_interval_sets_f_on_the_command_line(tmp_path):

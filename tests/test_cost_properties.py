@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tasks.cost import stats
-from tasks.cost.table import cost_table, decompose, effective_cost
+from tasks.cost.model import LEVEL, decompose, effective_cost, lost_fraction, rerun_factor
+from tasks.cost.table import cost_table
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
 prices = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False)
@@ -25,7 +26,7 @@ fracs = st.floats(min_value=0.0, max_value=1.0)
 
 @given(prices, rates, fails, prices, rates, fails, fracs)
 def test_terms_sum_to_ln_cost_ratio(pa, xa, p_a, pb, xb, p_b, f):
-    ra, rb = stats.rerun_factor(p_a, f), stats.rerun_factor(p_b, f)
+    ra, rb = rerun_factor(p_a, f), rerun_factor(p_b, f)
     ln_ratio, terms = decompose((pa, xa, ra), (pb, xb, rb))
     assert abs(sum(terms.values()) - ln_ratio) <= 1e-9
     assert abs(ln_ratio - math.log(effective_cost(pa, xa, ra) / effective_cost(pb, xb, rb))) <= 1e-9
@@ -33,14 +34,14 @@ def test_terms_sum_to_ln_cost_ratio(pa, xa, p_a, pb, xb, p_b, f):
 
 @given(fails, fracs)
 def test_rerun_factor_is_at_least_one_and_one_without_failures(p, f):
-    assert stats.rerun_factor(p, f) >= 1.0
-    assert stats.rerun_factor(0.0, f) == 1.0
-    assert stats.rerun_factor(p, 0.0) == 1.0
+    assert rerun_factor(p, f) >= 1.0
+    assert rerun_factor(0.0, f) == 1.0
+    assert rerun_factor(p, 0.0) == 1.0
 
 
 @given(st.floats(min_value=1e-3, max_value=1.0))
 def test_checkpoint_interval_sets_the_lost_fraction(c):
-    assert stats.lost_fraction(c) == c / 2 and stats.lost_fraction(None) == 0.5
+    assert lost_fraction(c) == c / 2 and lost_fraction(None) == 0.5
 
 
 @settings(max_examples=10, deadline=None)
@@ -118,6 +119,6 @@ def test_interval_on_throughput_covers_the_truth_about_ninety_percent_of_the_tim
         x = np.sort(20000.0 * np.exp(rng.normal(0, 0.05, n)))  # true median 20000, 5% run-to-run spread
         cv = np.array([np.std(x, ddof=1) / np.mean(x)])
         draws = stats.smooth(stats.bootstrap_medians(x, np.array([0, n]), 2000, rng), cv, np.array([n]), rng)
-        lo, hi = stats.interval(draws, np.array([np.median(x)]))
+        lo, hi = stats.interval(draws, np.array([np.median(x)]), LEVEL)
         hits += bool(lo[0] <= 20000.0 <= hi[0])
     assert 0.84 <= hits / seeds <= 0.97, hits / seeds

@@ -14,7 +14,8 @@ import pytest
 
 from tasks.errors import UserError
 from reports.html import esc, script_json, table
-from reports.site import PAGE_BUDGET_BYTES, build_site
+from flows.report import build_site
+from reports.site import PAGE_BUDGET_BYTES
 from tests.report_world import make_world
 
 EVIL = "<script>alert(1)</script>"
@@ -153,40 +154,22 @@ def test_empty_warehouse_renders_no_data_states(tmp_path: Path):
     assert "no data yet" in (out / "hardware.html").read_text()
 
 
-def test_missing_cost_model_is_an_explicit_state(world, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tasks.cost.table", None)  # import raises ImportError
-    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
-    assert "no data yet: tasks.cost.table is not available" in (out / "index.html").read_text()
+def test_a_bug_in_the_cost_model_fails_the_build_and_keeps_the_site(world, tmp_path, monkeypatch):
+    """No swallowing: the error propagates with its traceback, and the published site is untouched."""
+    import reports.data
 
+    site = tmp_path / "site"
+    build_site(world, str(site), images=False)
+    before = {p.name: p.read_bytes() for p in site.iterdir() if p.is_file()}
 
-def test_failing_cost_model_is_reported_not_raised(world, tmp_path, monkeypatch):
-    import types
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the cost model")
 
-    broken = types.ModuleType("tasks.cost.table")
-
-    def cost_table(con, **kw):
-        raise RuntimeError("boom <b>")
-
-    broken.cost_table = cost_table
-    monkeypatch.setitem(sys.modules, "tasks.cost.table", broken)
-    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
-    text = (out / "index.html").read_text()
-    assert "could not compute: tasks.cost.table.cost_table raised RuntimeError: boom &lt;b&gt;" in text
-
-
-def test_failed_query_in_another_area_does_not_abort_the_snapshot(world, tmp_path, monkeypatch):
-    import types
-
-    broken = types.ModuleType("tasks.cost.table")
-
-    def cost_table(con, **kw):
-        con.execute("select * from no_such_table")  # aborts the read transaction
-
-    broken.cost_table = cost_table
-    monkeypatch.setitem(sys.modules, "tasks.cost.table", broken)
-    out = Path(build_site(world, str(tmp_path / "site"), images=False)).parent
-    assert "could not compute: tasks.cost.table.cost_table" in (out / "index.html").read_text()
-    assert "sw_power_cap" in (out / "hardware.html").read_text()  # later sections still read the warehouse
+    monkeypatch.setattr(reports.data, "costs", broken)
+    with pytest.raises(RuntimeError, match="a bug in the cost model"):
+        build_site(world, str(site), images=False)
+    assert {p.name: p.read_bytes() for p in site.iterdir() if p.is_file()} == before
+    assert not list(tmp_path.glob(".site.build-*"))
 
 
 def test_unknown_baseline_is_a_user_error(world, tmp_path):

@@ -12,7 +12,7 @@ import fsspec
 import pytest
 
 import reports.site as site_mod
-from reports.site import build_site
+from flows.report import build_site
 from tests.report_world import make_world
 
 

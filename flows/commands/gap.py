@@ -19,8 +19,10 @@ from typing import Optional
 
 import typer
 
-from tasks.errors import UserError
 from flows.settings import warehouse_path
+from tasks.cost.model import F_LOST
+from tasks.cost.rules import WINDOW_DAYS
+from tasks.errors import UserError
 
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 BILLING_HELP = "on_demand | monthly | yearly | spot, or 'target' for each target's own billing_mode."
@@ -50,11 +52,20 @@ def _billing(text: str) -> Optional[str]:
     return None if text == "target" else text
 
 
-def _lost_fraction(stats, checkpoint_every: Optional[float], f: float) -> float:
+def _lost_fraction(checkpoint_every: Optional[float], f: float) -> float:
+    from tasks.cost.model import lost_fraction
+
     try:
-        return stats.lost_fraction(checkpoint_every, f)
+        return lost_fraction(checkpoint_every, f)
     except ValueError as e:
         raise UserError(f"--checkpoint-every: {e}") from None
+
+
+WINDOW_DEFAULT = f"{WINDOW_DAYS:g}d"
+WINDOW_HELP = ("Trailing window: 30d, 2w, ... It ends at --as-of, else at the newest run in the warehouse "
+               "(as the report's does).")
+F_HELP = (f"Fraction of an attempt's work lost per failure (default {F_LOST:g}: half, on average, without "
+          "checkpoints; c/2 with checkpoints every c of the job).")
 
 
 def _pct(x: float) -> str:
@@ -67,10 +78,10 @@ def _show_gap(res: dict) -> None:
     typer.echo(f"gap {res['a']} vs {res['b']}  preset {res['preset']}  billing {res['billing'] or 'per target'}  "
                f"window {res['window']['start'][:10]}..{res['window']['end'][:10]}")
     for name, c in ((res["a"], a), (res["b"], b)):
-        stale = f"  [price STALE: last confirmed {c['price_age_days']:.0f} d ago]" if c["price_stale"] else ""
-        typer.echo(f"  {name}: {c['cost_per_mtok']:.6g} {cur}/1M tokens (90% {c['cost_lo']:.4g}..{c['cost_hi']:.4g})"
-                   f"  P {c['price_per_hour']:.4g} {cur}/h  X {c['tokens_per_s']:.6g} tokens/s ({c['runs']} runs)"
-                   f"  p {c['p']:.4f} ({c['failed_attempts']}/{c['attempts']})  R {c['R']:.4f}{stale}")
+        typer.echo(f"  {name}: {c['cost_per_mtok']:.4g} {cur}/1M tokens (90% {c['cost_lo']:.4g}..{c['cost_hi']:.4g})"
+                   f"  P {c['price_per_hour']:.4g} {cur}/h (window blend)  X {c['tokens_per_s']:.4g} tokens/s "
+                   f"({c['runs']} runs)  p {c['p']:.3f} ({c['failed_attempts']}/{c['attempts']})  R {c['R']:.4f}")
+        typer.echo(f"    {_today(c, cur)}")
     typer.echo(f"  gap C_A/C_B - 1 = {_pct(res['gap'])}  (90% {_pct(res['gap_lo'])}..{_pct(res['gap_hi'])})")
     t = res["terms"]
     typer.echo(f"  ln(C_A/C_B) = {res['ln_ratio']:.6f} = price {t['price']:.6f} + throughput {t['throughput']:.6f}"
@@ -79,19 +90,27 @@ def _show_gap(res: dict) -> None:
         typer.echo(f"  change: {ch['summary']}")
 
 
+def _today(c: dict, cur: str) -> str:
+    """Today's price and the cost at it, labelled, with the price's age and stale flag."""
+    if c.get("price_now_per_hour") is None:
+        return "today: no price in force"
+    stale = " STALE" if c["price_stale"] else ""
+    return (f"today: {c['price_now_per_hour']:.4g} {cur}/h -> {c['cost_now_per_mtok']:.4g} {cur}/1M tokens "
+            f"(price confirmed {c['price_age_days']} d ago{stale})")
+
+
 def gap_cmd(
     a: str = typer.Argument(..., help="Target A (the one whose gap is reported)."),
     b: str = typer.Argument(..., help="Target B (the reference)."),
-    window: str = typer.Option("30d", "--window", help="Trailing window: 30d, 2w, ..."),
+    window: str = typer.Option(WINDOW_DEFAULT, "--window", help=WINDOW_HELP),
     billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
     currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
-    f: float = typer.Option(0.5, "--f", help="Fraction of an attempt's work lost per failure (c/2 with "
-                            "checkpoints every c of the job)."),
+    f: float = typer.Option(F_LOST, "--f", help=F_HELP),
     checkpoint_every: Optional[float] = typer.Option(None, "--checkpoint-every", help="Checkpoint interval as a "
                                                      "fraction c of the job: sets f = c/2 (overrides --f)."),
     preset: Optional[str] = typer.Option(None, "--preset", help="Workload preset (default: the shared one with "
                                          "the most runs)."),
-    as_of: Optional[str] = typer.Option(None, "--as-of", help="End of the window (default: now)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="End of the window (default: the newest run)."),
     between: Optional[str] = typer.Option(None, "--between", help="Window 1 START..END: with --and, splits the "
                                           "change of the gap between two windows."),
     and_: Optional[str] = typer.Option(None, "--and", help="Window 2 START..END (with --between)."),
@@ -99,11 +118,11 @@ def gap_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Effective cost per 1M tokens of A and B, the gap, its interval, and what it is made of."""
-    from tasks.cost import stats, table as cost
+    from tasks.cost import table as cost
     from tasks.pricing.base import utc
     from warehouse.db import reading
 
-    f = _lost_fraction(stats, checkpoint_every, f)
+    f = _lost_fraction(checkpoint_every, f)
     with reading(warehouse_path(warehouse)) as con:
         if between or and_:
             if not (between and and_):
@@ -132,42 +151,50 @@ def gap_cmd(
 
 
 def targets_cmd(
-    window: str = typer.Option("30d", "--window", help="Trailing window: 30d, 2w, ..."),
+    window: str = typer.Option(WINDOW_DEFAULT, "--window", help=WINDOW_HELP),
     billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
     currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
-    f: float = typer.Option(0.5, "--f", help="Fraction of an attempt's work lost per failure."),
+    f: float = typer.Option(F_LOST, "--f", help=F_HELP),
     checkpoint_every: Optional[float] = typer.Option(None, "--checkpoint-every", help="Checkpoint interval as a "
                                                      "fraction c of the job: sets f = c/2 (overrides --f)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="End of the window (default: the newest run)."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
-    """Current effective cost per 1M tokens per (target, preset), cheapest first."""
-    from tasks.cost import stats
+    """Effective cost per 1M tokens per (target, preset) over the window, cheapest first, with today's price."""
     from tasks.cost.table import COLUMNS, cost_table
+    from tasks.pricing.base import utc
     from warehouse.db import reading
 
-    f = _lost_fraction(stats, checkpoint_every, f)
+    f = _lost_fraction(checkpoint_every, f)
+    end = utc(as_of, where="--as-of", field="as_of") if as_of else None
     with reading(warehouse_path(warehouse)) as con:
-        frame = cost_table(con, window_days=parse_window(window), billing=_billing(billing), currency=currency, f=f)
+        frame = cost_table(con, window_days=parse_window(window), billing=_billing(billing), currency=currency, f=f,
+                           as_of=end)
     rows = frame.select(COLUMNS).to_dicts()
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
     if not rows:
         typer.echo("no successful fine-tune runs in the window: costgap run, or costgap ingest PATH")
+    else:
+        first = rows[0]
+        typer.echo(f"window {first['window_start']:%Y-%m-%d %H:%M}..{first['window_end']:%Y-%m-%d %H:%M} UTC "
+                   f"(ends at the newest run unless --as-of); cost from each run's price as of the run")
     for r in rows:
         if r["cost_per_mtok"] is None:
             why = "no price" if r["price_per_hour"] is None else "no cost"
-            typer.echo(f"{r['target']:<28} {r['preset']:<10} {why:>24}   X {r['tokens_per_s']:.6g} tokens/s")
+            typer.echo(f"{r['target']:<28} {r['preset']:<10} {why:>24}   X {r['tokens_per_s']:.4g} tokens/s")
             continue
-        stale = "  STALE price" if r["price_stale"] else ""
         typer.echo(f"{r['target']:<28} {r['preset']:<10} {r['cost_per_mtok']:>10.4g} {currency}/1M tokens "
                    f"(90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g})  P {r['price_per_hour']:.4g}/h  "
-                   f"X {r['tokens_per_s']:.6g} tok/s  p {r['p']:.3f}  R {r['R']:.3f}{stale}")
+                   f"X {r['tokens_per_s']:.4g} tok/s  p {r['p']:.3f} ({r['failed_attempts']}/{r['attempts']})  "
+                   f"R {r['R']:.3f}")
+        typer.echo(f"{'':<39} {_today(r, currency)}")
 
 
 def tiers_cmd(
-    window: str = typer.Option("30d", "--window", help="Trailing window: 30d, 2w, ..."),
+    window: str = typer.Option(WINDOW_DEFAULT, "--window", help=WINDOW_HELP),
     billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
     currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
     train_tokens: float = typer.Option(1e9, "--tokens", help="Tokens to train, for hours and cost to train."),
@@ -177,7 +204,7 @@ def tiers_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Per model-size tier (<=7B, 7-13B, >13B): which targets fit, at what cost; plus derived figures."""
-    from tasks.cost.table import derived, tier_recommendations
+    from tasks.cost.derived import derived, tier_recommendations
     from warehouse.db import reading
 
     kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency)
@@ -190,7 +217,8 @@ def tiers_cmd(
     for r in tiers:
         cost = f"{r['cost_per_mtok']:.4g} {currency}/1M tokens" if r["cost_per_mtok"] is not None else "no cost"
         mark = "*" if r["recommended"] else " "
-        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {'ASSUMED ' if r['assumed'] else ''}"
+        stale = "STALE price " if r["price_stale"] else ""
+        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{'ASSUMED ' if r['assumed'] else ''}"
                    f"{r['reason']}")
     for r in extra:
         kwh = (f"{r['kwh_per_mtok']:.4g} kWh/1M tokens = {r['electricity_cost_per_mtok']:.4g} {currency}"

@@ -33,7 +33,7 @@ def report(
                                 "(charts/ in the site)."),
 ) -> None:
     """Render the offline static report from the warehouse and publish it atomically."""
-    from reports.site import build_site
+    from flows.report import build_site
 
     t0 = time.perf_counter()
     index = build_site(warehouse_path(warehouse), site_url(site), baseline=baseline, images=images)
@@ -51,7 +51,7 @@ def demo(
 ) -> None:
     """Build a demo warehouse from the committed sample bundles and render its report."""
     from tasks.errors import UserError
-    from reports.site import build_site
+    from flows.report import build_site
     from tasks.demo import build_demo
     from warehouse.db import writing
 

@@ -1,6 +1,6 @@
 """Derived cost figures and the per-model-size-tier recommendation (DESIGN.md "Cost model", Derived).
 
-    python -c "import duckdb; from tasks.cost.table import tier_recommendations as t; print(t(duckdb.connect('costgap.duckdb')))"
+    costgap tiers --tokens 1e10 --kwh-price 0.12
 
 derived(): per (target, preset): tokens per GPU-day, hours and cost to train N tokens (reruns included:
 C * N / 1e6), kWh and electricity cost per 1M tokens at a price per kWh (measured NVML energy; NULL
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from tasks.cost.model import effective_cost
+from tasks.cost.table import cost_table
 from tasks.errors import UserError
 from warehouse import sql
 
@@ -65,8 +67,6 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
 
     price_per_kwh is in the reporting currency (default 0.15: an ASSUMED round industrial tariff).
     """
-    from tasks.cost.table import cost_table
-
     if train_tokens <= 0 or price_per_kwh < 0:
         raise UserError(f"train_tokens = {train_tokens!r} (> 0), price_per_kwh = {price_per_kwh!r} (>= 0)")
     t = cost_table(con, **cost_kwargs)
@@ -82,8 +82,6 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
 
 
 def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> dict:
-    from tasks.cost.table import effective_cost
-
     per_gpu = mem.get("gpu_memory_gib")
     gpus = max(int(mem.get("gpu_count") or r.get("gpu_count") or 1), 1)
     notes: list[str] = []
@@ -131,8 +129,6 @@ def tier_recommendations(con: duckdb.DuckDBPyConnection, *, config: TierConfig |
                          **cost_kwargs) -> pl.DataFrame:
     """One row per (tier, target): fits, mode, cost per 1M tokens at the tier size, assumed, reason;
     `recommended` marks the cheapest fitting target of each tier."""
-    from tasks.cost.table import cost_table
-
     cfg = config or TierConfig()
     table = cost_table(con, **cost_kwargs)
     mem = {r["target"]: r for r in sql.frame(con, "cost_target_memory").to_dicts()}

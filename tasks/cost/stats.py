@@ -1,4 +1,4 @@
-"""Statistics for the cost model: the rerun factor, bootstrap medians and Beta posterior draws.
+"""Statistics for the cost model (tasks.cost.model): bootstrap medians, Beta posterior draws, intervals.
 
     .venv/bin/pytest -q tests/test_cost_model.py
 
@@ -16,32 +16,14 @@ So the bootstrap distribution of the median is drawn exactly, in O(n + B) per di
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
-DEFAULT_DRAWS = 2000  # bootstrap/posterior draws: the 5% and 95% points settle to ~1% of their width
 PRIOR_FAILED, PRIOR_OK = 0.5, 0.5  # Jeffreys prior for the failure rate: Beta(1/2, 1/2)
-
-
-def rerun_factor(p: float, f: float) -> float:
-    """R = 1 + f p / (1 - p) (DESIGN.md). p in [0, 1); f in [0, 1]."""
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"p = {p!r}: the failed-attempt rate must be in [0, 1) for a finite rerun factor")
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"f = {f!r}: the fraction of work lost per failure must be in [0, 1]")
-    return 1.0 + f * p / (1.0 - p)
-
-
-def lost_fraction(checkpoint_every: float | None, default_f: float = 0.5) -> float:
-    """f from the checkpoint interval c (fraction of the job between checkpoints): f = c / 2."""
-    if checkpoint_every is None:
-        return default_f
-    if not 0.0 < checkpoint_every <= 1.0:
-        raise ValueError(f"checkpoint_every = {checkpoint_every!r}: expected a fraction of the job in (0, 1]")
-    return checkpoint_every / 2.0
 
 
 def _median_draws(x: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     """Exact bootstrap draws of the median for the rows of x (each row one sorted sample of size n)."""
+    from scipy.stats import binom  # imported here: the CLI loads this module, and scipy takes a while
+
     groups, n = x.shape
     k = np.arange(1, n + 1)
     m = (n + 1) // 2 if n % 2 else n // 2
@@ -97,7 +79,7 @@ def failure_rate_draws(failed: np.ndarray, attempts: np.ndarray, draws: int, rng
     return rng.beta(a, b)
 
 
-def interval(draws: np.ndarray, point: np.ndarray, level: float = 0.90) -> tuple[np.ndarray, np.ndarray]:
+def interval(draws: np.ndarray, point: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Central `level` interval of draws per row, widened to contain the point estimate."""
     lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
     lo, hi = np.nanquantile(draws, [lo_q, hi_q], axis=1)

@@ -26,7 +26,8 @@ BUDGET_BYTES = 3 * 1024 * 1024
 
 
 def main() -> int:
-    from reports.site import build_site, vega_bundle
+    from flows.report import build_site
+    from reports.site import vega_bundle
     from tests.report_world import make_world
 
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
