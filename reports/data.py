@@ -22,8 +22,9 @@ from tasks.cost import rules
 from tasks.cost.changepoint import detect
 from tasks.cost.derived import tier_recommendations
 from tasks.cost.inputs import Span
-from tasks.cost.model import CostOptions, gap_figure
-from tasks.cost.table import cheapest_first, costs, gap_history
+from reports.theme import target_colors
+from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
+from tasks.cost.table import cheapest_first, costs, gap_history, leaders
 from tasks.errors import UserError
 from warehouse import sql
 
@@ -71,8 +72,9 @@ class Section:
 class ReportData:
     targets: Rows
     cost: Section  # one row per (target, preset) over the window: tasks.cost.table.costs, with the gap
+    leaders: Section  # per preset: the cheapest target now and the runner-up's gap to it
     tiers: Section
-    history: Section  # cost per (period, target, preset), weekly periods ending at the window's end
+    history: Section  # cost per (period, target, preset): the cost window stepped back a week at a time
     gap_history: Section  # gap vs the baseline per (period, preset, target), with the three log terms
     why: Section
     changes: Section
@@ -95,6 +97,10 @@ class ReportData:
     generated_at: datetime
     cost_window_days: float = rules.WINDOW_DAYS
     today: datetime | None = None
+    window: tuple[datetime, datetime] | None = None  # (start, end] of the cost window
+    colors: dict[str, str] = field(default_factory=dict)  # one fixed colour per target, every chart
+    events: Rows = field(default_factory=list)  # price and environment changes, labelled, for the charts
+    currency: str = "USD"
 
 
 def _sql(con, name: str, params: dict | None = None) -> Section:
@@ -124,6 +130,28 @@ def add_gaps(cost: Rows, figs: dict, baseline: str | None) -> None:
             r.update(gap=g.gap, gap_lo=g.gap_lo, gap_hi=g.gap_hi)
 
 
+def with_p_interval(rows: Rows) -> Rows:
+    """Each row with p's 90% interval (p_lo, p_hi) from its k/n, as the cost interval draws it."""
+    for r in rows:
+        r["p_lo"], r["p_hi"] = failure_rate_interval(r["failed_attempts"], r["attempts"])
+    return rows
+
+
+def events(price_changes: Rows, env_changes: Rows) -> Rows:
+    """Price and environment changes as chart annotations: when, which target, before -> after (`label`),
+    and a `short` label for the chart itself (the first change, and how many more)."""
+    out = []
+    for r in price_changes:
+        label = f"{r['target']}: price {r['previous_price']:.4g} → {r['price_per_hour']:.4g} {r['currency']}/h"
+        out.append({"at": r["changed_at"], "target": r["target"], "kind": "price", "label": label, "short": label})
+    for r in env_changes:
+        parts = r["change"].split("; ")
+        more = f" (+{len(parts) - 1} more)" if len(parts) > 1 else ""
+        out.append({"at": r["changed_at"], "target": r["target"], "kind": "environment",
+                    "label": f"{r['target']}: {r['change']}", "short": f"{r['target']}: {parts[0]}{more}"})
+    return sorted(out, key=lambda e: (e["at"], e["target"]))
+
+
 def _why(con, span: Span, opts: CostOptions, cfg: ReportConfig, cost: Rows, baseline: str | None,
          changes: Rows, today: datetime) -> Section:
     """How each target's gap against the baseline moved from the previous window to the latest one.
@@ -148,7 +176,10 @@ def _why(con, span: Span, opts: CostOptions, cfg: ReportConfig, cost: Rows, base
         delta = {k: two_.terms[k] - one.terms[k] for k in ("price", "throughput", "reliability")}
         found = [c for c in changes if c.get("target") in (a, baseline) and c.get("preset") == preset
                  and w1[0] < datetime.fromisoformat(c["at"]) <= w2[1]]
-        out.append({"a": a, "b": baseline, "preset": preset,
+        # the figures behind each side in each window: "a1" = A in window 1 (the previous), "b2" = B in window 2
+        sides = {f"{side}{w}": by_key[(period, t, preset)]
+                 for side, t in (("a", a), ("b", baseline)) for w, period in ((1, 1), (2, 0))}
+        out.append({"a": a, "b": baseline, "preset": preset, "windows": sides,
                     "result": {"delta": delta, "gap_1": one.gap, "gap_2": two_.gap, "changes": found}})
         if len(out) >= cfg.why_max_pairs:
             break
@@ -168,39 +199,46 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     span = rules.window(con, cfg.as_of, cfg.window_days)
     changes = Section(rows=detect(con))
     if span is None:
-        cost, figs, baseline = Section(), {}, pick_baseline([], cfg.baseline, known)
+        cost, lead, figs, baseline = Section(), Section(), {}, pick_baseline([], cfg.baseline, known)
         history, gaps, why = Section(), Section(), Section(note="no data yet: no runs in this warehouse")
         since = None
     else:
         rows, figs = costs(con, span, opts, today=today)
-        cost = Section(rows=cheapest_first(rows))
+        cost = Section(rows=with_p_interval(cheapest_first(rows)))
+        lead = Section(rows=leaders(rows, figs))
         baseline = pick_baseline(cost.rows, cfg.baseline, known)
         add_gaps(cost.rows, figs, baseline)
-        hspan = Span(span.end, rules.HISTORY_PERIOD_DAYS, cfg.history_periods)
+        hspan = rules.history(span.end, cfg.window_days, cfg.history_periods)
         hrows, hfigs = costs(con, hspan, opts, today=today)
-        history = Section(rows=[dict(r, period_start=r["window_start"], period_end=r["window_end"]) for r in hrows])
+        history = Section(rows=with_p_interval([dict(r, period_start=r["window_start"], period_end=r["window_end"])
+                                                for r in hrows]))
         gaps = Section(rows=gap_history(hrows, hfigs, baseline) if baseline else [])
         why = _why(con, span, opts, cfg, cost.rows, baseline, changes.rows, today)
         since = hspan.start
     tiers = tier_recommendations(con, as_of=span.end if span else None, window_days=cfg.window_days,
                                  billing=cfg.billing, currency=cfg.currency, today=today)
     since = since or datetime.now().astimezone() - timedelta(weeks=cfg.history_periods)
+    window = span.bounds(0) if span else None
+    price_changes = _sql(con, "report_price_changes", {"billing": cfg.billing})
+    env_changes = _sql(con, "report_env_changes", {"since": since, "limit": cfg.list_limit})
     return ReportData(
         targets=targets,
         cost=cost,
+        leaders=lead,
         tiers=Section(rows=tiers.to_dicts()),
         history=history,
         gap_history=gaps,
         why=why,
         changes=changes,
-        price_changes=_sql(con, "report_price_changes", {"billing": cfg.billing}),
-        env_changes=_sql(con, "report_env_changes", {"since": since, "limit": cfg.list_limit}),
+        price_changes=price_changes,
+        env_changes=env_changes,
         throughput=_sql(con, "report_throughput_weekly", {"since": since}),
         efficiency=_sql(con, "report_efficiency", {"days": cfg.window_days}),
         throttled=_sql(con, "report_throttled", {"limit": cfg.list_limit}),
         telemetry=_sql(con, "report_telemetry_summary", {"since": since}),
         reliability=_sql(con, "report_reliability_weekly", {"since": since}),
-        failure_kinds=_sql(con, "report_failure_kinds"),
+        failure_kinds=(_sql(con, "report_failure_kinds", {"start": window[0], "end": window[1]}) if window
+                       else Section()),
         validation=_sql(con, "report_validation"),
         validation_daily=_sql(con, "report_validation_daily", {"since": since}),
         quarantine=_sql(con, "report_quarantine", {"limit": cfg.list_limit}),
@@ -212,4 +250,8 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         generated_at=datetime.now().astimezone(),
         cost_window_days=cfg.window_days,
         today=today,
+        window=window,
+        colors=target_colors(known),
+        events=events(price_changes.rows, env_changes.rows),
+        currency=cfg.currency,
     )

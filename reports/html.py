@@ -1,7 +1,11 @@
 """HTML building blocks. Every value that reaches a page goes through `esc` or `cell`: target names,
 GPU names and price sources are free text, so `<script>alert(1)</script>` must arrive as text.
 
-    python -c "from reports.html import esc; print(esc('<script>alert(1)</script>'))"
+    python -c "from reports.html import esc, sig; print(esc('<script>alert(1)</script>'), sig(0.0152384))"
+
+Numbers are shown to SIG significant figures (3-4: enough to compare, not false precision); the
+full-precision value stays in the cell's data-v attribute (what the table sorts on) and in the
+table's CSV. A missing value is always MISSING, on every page.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import json
 import math
 from datetime import date, datetime
 from typing import Any, Iterable, Sequence
+
+MISSING = "—"  # the one rendering of a missing value
+SIG = 4  # significant figures shown
 
 
 def esc(value: Any) -> str:
@@ -27,16 +34,36 @@ def script_json(obj: Any) -> str:
     )
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    """A readable, escaped rendering of one cell value ('—' for missing)."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
+def missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def sig(value: float, digits: int = SIG) -> str:
+    """A number to `digits` significant figures, with thousands separators and no exponent in 1e-4..1e15."""
+    if value == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(value)))
+    if mag < -4:
+        return f"{value:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - mag)
+    return f"{round(value, decimals):,.{decimals}f}"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """A signed percentage ('+10.5%'), or MISSING."""
+    return MISSING if missing(value) else f"{value * 100:+.{digits}f}%"
+
+
+def fmt(value: Any, digits: int = SIG) -> str:
+    """A readable, escaped rendering of one cell value (MISSING for a missing one)."""
+    if missing(value):
+        return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
     if isinstance(value, float):
-        if value != 0 and abs(value) < 10 ** -(digits - 1):
-            return f"{value:.{digits}g}"
-        return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
+        return sig(value, digits)
     if isinstance(value, datetime):
         return f'<span class="nw">{esc(value.strftime("%Y-%m-%d %H:%M"))}</span>'
     if isinstance(value, date):
@@ -46,20 +73,40 @@ def fmt(value: Any, digits: int = 3) -> str:
     return esc(value)
 
 
+def sort_key(value: Any) -> str:
+    """What a cell sorts on (its data-v): full-precision numbers, ISO times, text; '' for missing."""
+    if missing(value):
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, float)):
+        return repr(float(value))
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return str(value)
+
+
 class Raw(str):
-    """Markup built by this package (already escaped); `cell` passes it through."""
+    """Markup built by this package (already escaped); `cell` passes it through. `sort` is what it sorts on."""
+
+    sort: Any = None
+
+    def __new__(cls, markup: str, sort: Any = None) -> "Raw":
+        obj = super().__new__(cls, markup)
+        obj.sort = sort
+        return obj
 
 
-def cell(value: Any, digits: int = 3) -> str:
+def cell(value: Any, digits: int = SIG) -> str:
     return str(value) if isinstance(value, Raw) else fmt(value, digits)
 
 
 def badge(text: str, kind: str = "") -> Raw:
-    return Raw(f'<span class="badge {esc(kind)}">{esc(text)}</span>')
+    return Raw(f'<span class="badge {esc(kind)}">{esc(text)}</span>', sort=text)
 
 
 def link(href: str, text: Any) -> Raw:
-    return Raw(f'<a href="{esc(href)}">{esc(text)}</a>')
+    return Raw(f'<a href="{esc(href)}">{esc(text)}</a>', sort=text)
 
 
 def table(
@@ -68,22 +115,25 @@ def table(
     *,
     numeric: Iterable[str] = (),
     row_class: Any = None,
-    scroll: bool = False,
+    table_id: str | None = None,
 ) -> str:
-    """columns: (key, heading). Numeric columns are right-aligned. row_class(row) -> css class or ''."""
+    """columns: (key, heading). Numeric columns are right-aligned. row_class(row) -> css class or ''.
+    With a table_id the table is sortable (click a heading) and filterable (reports/tables.js)."""
     nums = set(numeric)
-    head = "".join(f'<th class="{"num" if k in nums else ""}">{esc(h)}</th>' for k, h in columns)
+    head = "".join(f'<th class="{"num" if k in nums else ""}" scope="col">{esc(h)}</th>' for k, h in columns)
     body = []
     for row in rows:
         cls = row_class(row) if row_class else ""
-        tds = "".join(
-            f'<td class="{"num" if k in nums else ""}">{cell(row.get(k))}</td>' for k, _ in columns
-        )
-        body.append(f'<tr class="{esc(cls)}">{tds}</tr>')
-    inner = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    return f'<div class="scroll">{inner}</div>' if scroll else inner
+        tds = []
+        for k, _ in columns:
+            v = row.get(k)
+            key = sort_key(v.sort if isinstance(v, Raw) else v)
+            tds.append(f'<td class="{"num" if k in nums else ""}" data-v="{esc(key)}">{cell(v)}</td>')
+        body.append(f'<tr class="{esc(cls)}">{"".join(tds)}</tr>')
+    attrs = f' id="{esc(table_id)}" class="data"' if table_id else ""
+    return f"<div class=\"scroll\"><table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
 
 
 def empty(message: str) -> str:
-    """The explicit 'no data yet' state: a section renders this instead of failing."""
+    """The explicit 'no data yet' state: a section renders this instead of a table or chart."""
     return f'<p class="empty">{esc(message)}</p>'

@@ -3,7 +3,9 @@
     python -c "from reports.page import slug; print(slug('<script>alert(1)</script>'))"
 
 Every value is escaped (reports.html). Charts are Vega-Lite dicts placed in one JSON block per page
-and drawn by the shared local assets/vega.js; each chart also links its PNG and SVG export.
+and drawn by the shared local assets/vega.js; each links its data (CSV), PNG and SVG. Tables are
+sortable and filterable (assets/tables.js) and link their data as CSV. A page's `data` maps each
+CSV name to its rows; reports.site writes them under data/ (names are unique across the site).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from datetime import datetime
 from typing import Any, Callable
 
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, empty, esc, link, script_json, table
+from reports.html import Raw, empty, esc, link, pct, script_json, sig, table
 from reports.theme import CSS
 
-NAV = [("index.html", "Overview"), ("over-time.html", "Over time"), ("why.html", "Why it moved"),
+NAV = [("index.html", "Overview"), ("over-time.html", "Gap over time"), ("why.html", "Why it moved"),
        ("hardware.html", "Hardware efficiency"), ("reliability.html", "Reliability"), ("quality.html", "Data quality")]
 ASSET_JS = "assets/vega.js"
+TABLES_JS = "assets/tables.js"
 _EMBED = """
 (function(){var specs=JSON.parse(document.getElementById('chart-specs').textContent);
 Object.keys(specs).forEach(function(id){var el=document.getElementById('c-'+id);
@@ -35,6 +38,11 @@ def slug(target: str) -> str:
     return f"target-{base}-{hashlib.sha1(str(target).encode()).hexdigest()[:8]}.html"
 
 
+def plain(value: Any) -> Any:
+    """A cell's value for a CSV: what it sorts on (markup never reaches a CSV)."""
+    return value.sort if isinstance(value, Raw) else value
+
+
 @dataclass
 class Page:
     filename: str
@@ -42,6 +50,7 @@ class Page:
     lede: str
     parts: list[str] = field(default_factory=list)
     charts: dict[str, dict] = field(default_factory=dict)
+    data: dict[str, list[dict]] = field(default_factory=dict)  # CSV name -> rows (data/<name>.csv)
 
     def h2(self, text: str) -> None:
         self.parts.append(f"<h2>{esc(text)}</h2>")
@@ -49,12 +58,27 @@ class Page:
     def card(self, html: str) -> None:
         self.parts.append(f'<section class="card">{html}</section>')
 
-    def chart(self, chart_id: str, build: Callable[[], dict], caption: str = "") -> str:
+    def chart(self, chart_id: str, build: Callable[[], dict], caption: str = "", rows: list[dict] | None = None) -> str:
+        """A chart, with links to its data (rows, as data/<chart_id>.csv), PNG and SVG."""
         self.charts[chart_id] = build()
-        cap = f"<div class=\"exports\">{esc(caption)} " if caption else '<div class="exports">'
+        csv = ""
+        if rows is not None:
+            self.data[chart_id] = rows
+            csv = f'<a href="data/{esc(chart_id)}.csv" download>CSV</a> · '
+        cap = f"{esc(caption)} " if caption else ""
         return (f'<div class="chart" id="c-{esc(chart_id)}" role="img" aria-label="{esc(caption or chart_id)}"></div>'
-                f'{cap}Export: <a href="charts/{esc(chart_id)}.png">PNG</a> · '
+                f'<div class="exports">{cap}Data: {csv}<a href="charts/{esc(chart_id)}.png">PNG</a> · '
                 f'<a href="charts/{esc(chart_id)}.svg">SVG</a></div>')
+
+    def table(self, name: str, columns: list[tuple[str, str]], rows: list[dict], *, numeric=(), row_class=None,
+              csv: list[dict] | None = None) -> str:
+        """A sortable, filterable table; its rows (or `csv`) as data/<name>.csv, linked above it."""
+        self.data[name] = csv if csv is not None else [{k: plain(r.get(k)) for k, _ in columns} for r in rows]
+        tid = f"t-{name}"
+        tools = (f'<div class="tools"><input class="filter" type="search" placeholder="Filter rows" '
+                 f'data-for="{esc(tid)}" aria-label="Filter {esc(name)}"><span data-count-for="{esc(tid)}"></span>'
+                 f'<a href="data/{esc(name)}.csv" download>CSV</a></div>')
+        return tools + table(columns, rows, numeric=numeric, row_class=row_class, table_id=tid)
 
 
 def render(page: Page, data: ReportData) -> str:
@@ -63,6 +87,7 @@ def render(page: Page, data: ReportData) -> str:
     specs = script_json(page.charts)
     scripts = (f'<script src="{ASSET_JS}"></script><script type="application/json" id="chart-specs">{specs}</script>'
                f"<script>{_EMBED}</script>") if page.charts else ""
+    scripts += f'<script src="{TABLES_JS}"></script>' if page.data else ""
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -100,34 +125,35 @@ def _target_link(t: Any) -> Raw:
     return link(slug(t), t)
 
 
-def _pct(v: Any, digits: int = 1) -> Any:
-    return None if v is None else Raw(esc(f"{v * 100:+.{digits}f}%"))
+def pct_cell(v: Any, digits: int = 1) -> Any:
+    """A signed percentage cell that sorts on the value itself."""
+    return None if v is None else Raw(esc(pct(v, digits)), sort=v)
 
 
-def changes_table(rows: Rows, limit: int = 30) -> str:
+def interval_cell(lo: Any, hi: Any, as_pct: bool = False) -> Any:
+    """'lo – hi' (percentages when as_pct), sorting on lo."""
+    if lo is None or hi is None:
+        return None
+    text = f"{pct(lo)} to {pct(hi)}" if as_pct else f"{sig(lo)} – {sig(hi)}"
+    return Raw(esc(text), sort=lo)
+
+
+def changes_table(p: "Page", name: str, rows: Rows, limit: int = 30) -> str:
     """Change-point findings (tasks.cost.changepoint.detect): size, confidence and what changed at that point."""
     shown = []
     for r in rows[-limit:][::-1]:
         changed = r.get("changed") or []
         what = "; ".join(f"{c.get('field')} {c.get('before')} → {c.get('after')}" for c in changed if isinstance(c, dict))
-        lo, hi = r.get("shift_lo"), r.get("shift_hi")
         at = r.get("at")
-        if isinstance(at, str):
-            try:
-                at = datetime.fromisoformat(at)
-            except ValueError:
-                pass
         shown.append({
-            "at": at, "target": _target_link(r["target"]) if r.get("target") else None, "preset": r.get("preset"),
-            "shift": badge(f"{r['shift'] * 100:+.1f}%", "bad" if r["shift"] < 0 else "good") if r.get("shift") is not None else None,
-            "ci": Raw(f"{_pct(lo)} … {_pct(hi)}") if lo is not None and hi is not None else None,
+            "at": datetime.fromisoformat(at) if isinstance(at, str) else at,
+            "target": _target_link(r["target"]) if r.get("target") else None, "preset": r.get("preset"),
+            "shift": pct_cell(r.get("shift")), "ci": interval_cell(r.get("shift_lo"), r.get("shift_hi"), as_pct=True),
             "p_value": r.get("p_value"), "confidence": r.get("confidence"), "changed": what or r.get("summary"),
-            "n": Raw(f"{esc(r.get('runs_before'))} / {esc(r.get('runs_after'))}"),
+            "before": r.get("runs_before"), "after": r.get("runs_after"),
         })
     more = f'<p class="empty">newest {limit} of {len(rows)} shown</p>' if len(rows) > limit else ""
-    return table([("at", "At"), ("target", "Target"), ("preset", "Preset"), ("shift", "Tokens/s shift"),
-                  ("ci", "90% interval"), ("p_value", "p"), ("confidence", "Confidence"),
-                  ("changed", "Environment change at that point"), ("n", "Runs before / after")],
-                 shown, numeric=("shift", "ci", "p_value", "confidence", "n")) + more
-
-
+    return p.table(name, [("at", "At"), ("target", "Target"), ("preset", "Preset"), ("shift", "Tokens/s shift"),
+                          ("ci", "90% interval"), ("p_value", "p-value"), ("changed", "Environment change at that point"),
+                          ("before", "Runs before"), ("after", "Runs after")],
+                   shown, numeric=("shift", "ci", "p_value", "before", "after")) + more

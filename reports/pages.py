@@ -1,173 +1,169 @@
-"""The report's summary pages: Overview, Over time and Why it moved (one function per page).
+"""The report's summary pages: Overview and Why it moved (the gap over time is reports/pages_time.py).
 
     python -c "import duckdb; from reports.data import load; from reports.pages import all_pages; print([p.filename for p in all_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
+
+Every figure comes from reports.data (the cost model's rows), shown to 3-4 significant figures with
+its unit; every table is sortable, filterable and downloadable as CSV (full precision).
 """
 
 from __future__ import annotations
 
-from reports import charts
+from reports import charts, charts_gap, story
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, empty, esc, fmt, table
-from reports.page import Page, _pct, _section, _target_link, changes_table
-from reports.pages_detail import hardware, quality, reliability, target_pages
+from reports.html import Raw, badge, esc, fmt, sig
+from reports.page import Page, _section, _target_link, changes_table, pct_cell
+from reports.pages_detail import hardware, quality, reliability
+from reports.pages_target import target_pages
+from reports.pages_time import over_time
+from tasks.cost.table import COLUMNS
 
-def _age(days: float) -> str:
-    return "< 1 d" if days < 1 else f"{days:,.0f} d"
+COST_CSV = COLUMNS + ["gap", "gap_lo", "gap_hi", "is_baseline", "p_lo", "p_hi"]
+
+
+def _cost_cell(r: dict) -> Raw | None:
+    if r.get("cost_per_mtok") is None:
+        return badge("no price", "warn") if r.get("price_per_hour") is None else badge("every attempt failed", "bad")
+    return Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">90% {sig(r['cost_lo'])}–{sig(r['cost_hi'])}</span>",
+               sort=r["cost_per_mtok"])
+
+
+def _gap_cell(r: dict, base_presets: set) -> Raw | None:
+    if r.get("is_baseline"):
+        return badge("baseline", "good")
+    if r.get("gap") is None:
+        return Raw('<span class="empty">no shared preset</span>', sort=None) if r["preset"] not in base_presets else None
+    return Raw(f"{esc(story.describe_gap(r['gap']))}<span class=\"sub\">90% {esc(fmt_pct(r['gap_lo']))} to "
+               f"{esc(fmt_pct(r['gap_hi']))}</span>", sort=r["gap"])
+
+
+def fmt_pct(v: float) -> str:
+    return f"{v * 100:+.1f}%"
+
+
+def _price_cell(r: dict) -> Raw | None:
+    if r.get("price_now_per_hour") is None:
+        return None
+    stale = f" {badge('stale', 'warn')}" if r.get("price_stale") else ""
+    return Raw(f"{sig(r['price_now_per_hour'])}{stale}<span class=\"sub\">confirmed {r['price_age_days']} d ago</span>",
+               sort=r["price_now_per_hour"])
 
 
 def overview(data: ReportData) -> Page:
     p = Page("index.html", "What a training token really costs",
-             "Effective cost per 1M training tokens on each target: the price per instance-hour divided by measured "
-             "throughput, times the rerun factor from failed attempts. Cheapest first; the interval comes from the "
-             "run-to-run spread and the failure rate's uncertainty.")
-    labelled = {t["target"]: t["runs_labelled"] for t in data.targets if t.get("runs_labelled")}
+             "Effective cost per 1M training tokens on each instance type: the price per instance-hour divided by "
+             "measured throughput, times the rerun factor R = 1 + f·p/(1−p) from failed fine-tune attempts. "
+             "Compared only on presets both targets ran: cost per token is workload-specific.")
+    cur = data.currency
+    if data.window:
+        p.parts.append(f'<p class="exports">Window: the {data.cost_window_days:g} days to {fmt(data.window[1])} UTC '
+                       f"(the newest run); each run at its price as of the run. Today's prices read "
+                       f"{fmt(data.today)} UTC.</p>")
+    p.h2("The answer, per preset")
+    p.card(_section(data.leaders, lambda: "".join(f'<p class="headline">{story.headline(r, data.window)}</p>'
+                                                  for r in data.leaders.rows), "priced runs"))
+    base_presets = {r["preset"] for r in data.cost.rows if r.get("is_baseline")}
 
-    base_presets = {r.get("preset") for r in data.cost.rows if r.get("is_baseline")}
-
-    def headline() -> str:
-        rows = []
-        for r in data.cost.rows:
-            name = _target_link(r["target"])
-            if labelled.get(r["target"]):
-                name = Raw(f"{name} {badge('incl. synthetic runs', 'warn')}")
-            lo, hi = r.get("cost_lo"), r.get("cost_hi")
-            stale = r.get("price_stale")
-            rows.append({
-                "target": name, "preset": r.get("preset"),
-                "cost": r.get("cost_per_mtok"),
-                "interval": Raw(f"{fmt(lo)} – {fmt(hi)}") if lo is not None else None,
-                "gap": badge("baseline", "good") if r.get("is_baseline") else (
-                    _pct(r["gap"]) if r.get("gap") is not None else
-                    Raw('<span class="empty">no shared preset</span>') if r.get("preset") not in base_presets else None),
-                "price": Raw(f"{fmt(r.get('price_per_hour'))} {esc(r.get('currency') or '')}/h") if r.get("price_per_hour") is not None else badge("no price", "warn"),
-                "price_now": Raw(f"{fmt(r.get('price_now_per_hour'))} {esc(r.get('currency') or '')}/h") if r.get("price_now_per_hour") is not None else None,
-                "cost_now": r.get("cost_now_per_mtok"),
-                "age": Raw(_age(r.get("price_age_days")) + (" " + str(badge("stale", "warn")) if stale else ""))
-                if r.get("price_age_days") is not None else None,
-                "rerun": Raw(f"{fmt((r.get('p') or 0) * 100, 1)}% ({r.get('failed_attempts')}/{r.get('attempts')}; R {fmt(r.get('R'))})") if r.get("p") is not None else None,
-                "runs": r.get("runs"), "last": r.get("last_run_at"), "_base": r.get("is_baseline"),
-            })
-        cols = [("target", "Target"), ("preset", "Preset"), ("cost", f"Cost / 1M tok ({data.cost.rows[0].get('currency') or ''})"),
-                ("interval", "90% interval"), ("gap", f"Gap vs {data.baseline}"), ("price", "Price (window blend)"),
-                ("price_now", "Price today"), ("cost_now", "Cost at today's price"), ("age", "Price age"),
-                ("rerun", "Rerun rate"), ("runs", "Runs"), ("last", "Last run")]
-        out = table(cols, rows, numeric=("cost", "interval", "gap", "price", "price_now", "cost_now", "age", "rerun", "runs"),
-                    row_class=lambda r: "base" if r.get("_base") else "")
-        if any(r.get("cost_per_mtok") is not None for r in data.cost.rows):
-            out += p.chart("overview-cost", lambda: charts.cost_bars(data.cost.rows, data.baseline),
-                           "Cost per 1M tokens; whiskers show the interval.")
+    def costs() -> str:
+        rows = [{"target": _target_link(r["target"]), "preset": r["preset"], "cost": _cost_cell(r),
+                 "gap": _gap_cell(r, base_presets), "price_now": _price_cell(r),
+                 "cost_now": r.get("cost_now_per_mtok"),
+                 "p": Raw(f"{100 * r['p']:.1f}%<span class=\"sub\">{r['failed_attempts']}/{r['attempts']} failed; "
+                          f"R {fmt(r.get('R'))}</span>", sort=r["p"]),
+                 "x": Raw(f"{fmt(r.get('tokens_per_s'))}<span class=\"sub\">{r['runs']} runs</span>",
+                          sort=r.get("tokens_per_s")),
+                 "_base": r.get("is_baseline")}
+                for r in data.cost.rows]
+        cols = [("target", "Target"), ("preset", "Preset"), ("cost", f"Cost / 1M tokens ({cur}, window)"),
+                ("gap", f"vs {data.baseline}"), ("price_now", f"Price today ({cur}/h)"),
+                ("cost_now", f"Cost at today's price ({cur})"), ("p", "Failed attempts p"), ("x", "Tokens/s")]
+        out = p.table("overview-costs", cols, rows, numeric=("cost", "gap", "price_now", "cost_now", "p", "x"),
+                      row_class=lambda r: "base" if r.get("_base") else "",
+                      csv=[{k: r.get(k) for k in COST_CSV} for r in data.cost.rows])
+        priced = [r for r in data.cost.rows if r.get("cost_per_mtok") is not None]
+        if priced:
+            out += p.chart("overview-cost", lambda: charts.cost_bars(priced, cur, data.colors),
+                           "Cost per 1M tokens per preset; whiskers: 90% interval; outlined: the baseline.",
+                           rows=[{k: r.get(k) for k in ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi")}
+                                 for r in priced])
         return out
 
-    p.h2("Headline: effective cost per 1M tokens")
-    if data.as_of:
-        p.parts.append(f'<p class="exports">Runs of the {data.cost_window_days} days up to {fmt(data.as_of)} UTC '
-                       "(the latest run); prices as of each run.</p>")
-    p.card(_section(data.cost, headline, "priced runs"))
+    p.h2(f"Cost per 1M tokens, gap to {data.baseline or 'the baseline'}")
+    p.card(_section(data.cost, costs, "priced runs"))
     p.h2("Recommendation by model-size tier")
-    p.card(_section(data.tiers, lambda: _tiers(data.tiers.rows), "tier recommendations"))
+    p.card(_section(data.tiers, lambda: _tiers(p, data.tiers.rows, cur), "tier recommendations"))
     p.h2("Throughput shifts found (change-point test)")
-    p.card(_section(data.changes, lambda: changes_table(data.changes.rows), "significant change-point findings"))
+    p.card(_section(data.changes, lambda: changes_table(p, "overview-shifts", data.changes.rows),
+                    "significant change-point findings"))
     p.h2("Targets")
-    p.card(_section(Section(rows=data.targets), lambda: table(
-        [("target", "Target"), ("provider", "Provider"), ("instance_type", "Instance type"), ("gpu_model", "GPU"),
-         ("gpu_count", "GPUs"), ("runs", "Runs"), ("runs_ok", "OK"), ("runs_labelled", "Not measured"), ("last_run_at", "Last run")],
+    p.card(_section(Section(rows=data.targets), lambda: p.table("targets", [
+        ("target", "Target"), ("provider", "Provider"), ("instance_type", "Instance type"), ("gpu_model", "GPU"),
+        ("gpu_count", "GPUs"), ("runs", "Runs"), ("runs_labelled", "Not measured"), ("last_run_at", "Last run")],
         [dict(t, target=_target_link(t["target"]),
               runs_labelled=badge(str(t["runs_labelled"]), "warn") if t.get("runs_labelled") else 0) for t in data.targets],
-        numeric=("gpu_count", "runs", "runs_ok", "runs_labelled")),
-        "targets"))
+        numeric=("gpu_count", "runs", "runs_labelled")), "targets"))
     return p
 
 
-def _tiers(rows: Rows) -> str:
+def _tiers(p: Page, rows: Rows, cur: str) -> str:
     """Per model-size tier: the cheapest target that fits (highlighted), then the others, with why."""
     shown = []
     for r in rows:
-        tier = Raw(f"{esc(r.get('tier'))} " + (str(badge("recommended", "good")) if r.get("recommended") else ""))
+        tier = Raw(f"{esc(r.get('tier'))} " + (str(badge("recommended", "good")) if r.get("recommended") else ""),
+                   sort=r.get("tier"))
+        stale = f" {badge('stale price', 'warn')}" if r.get("price_stale") else ""
         shown.append(dict(
             r, tier=tier, target=_target_link(r["target"]) if r.get("target") else None,
+            cost_per_mtok=(Raw(f"{sig(r['cost_per_mtok'])}{stale}", sort=r["cost_per_mtok"])
+                           if r.get("cost_per_mtok") is not None else None),
             fits=(badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False
                   else badge("not assessed", "warn")),
-            assumed=badge("assumed", "warn") if r.get("assumed") else "measured",
-            _rec=r.get("recommended")))
+            assumed=badge("assumed", "warn") if r.get("assumed") else "measured", _rec=r.get("recommended")))
     return ('<p>Cost per 1M tokens at each tier\'s representative model size, from the measured throughput and MFU; '
-            '"assumed" marks figures that were scaled rather than measured.</p>' + table(
-                [("tier", "Tier"), ("target", "Target"), ("preset", "Measured on"), ("mode", "Mode"), ("gpus", "GPUs"),
-                 ("cost_per_mtok", "Cost / 1M tok"), ("fits", "Memory"), ("assumed", "Basis"), ("reason", "Why")],
-                shown, numeric=("gpus", "cost_per_mtok"), row_class=lambda r: "base" if r.get("_rec") else ""))
-
-
-def over_time(data: ReportData) -> Page:
-    p = Page("over-time.html", "Over time",
-             "Effective cost per 1M tokens per week. Dashed orange rules mark price changes; grey rules mark "
-             "environment changes (driver, CUDA, cuDNN, torch, image). Hover a rule for what changed.")
-    p.h2("Cost per 1M tokens")
-    p.card(_section(data.history, lambda: p.chart("time-cost", lambda: charts.history_lines(
-        data.history.rows, data.price_changes.rows, data.env_changes.rows)), "cost history"))
-    p.h2("Measured throughput")
-    p.card(_section(data.throughput, lambda: p.chart("time-throughput", lambda: charts.throughput_lines(
-        data.throughput.rows, data.env_changes.rows), "Median fine-tune tokens/s per week."), "fine-tune runs"))
-    p.h2("Throughput shifts at environment changes")
-    p.card(_section(data.changes, lambda: changes_table(data.changes.rows), "significant change-point findings"))
-    p.h2("Environment changes")
-    p.card(_section(data.env_changes, lambda: table(
-        [("changed_at", "When"), ("target", "Target"), ("change", "What changed")],
-        [dict(r, target=_target_link(r["target"])) for r in data.env_changes.rows[:100]]), "environment changes"))
-    p.h2("Price changes")
-    p.card(_section(data.price_changes, lambda: table(
-        [("changed_at", "Effective from"), ("target", "Target"), ("previous_price", "Before / h"), ("price_per_hour", "After / h"),
-         ("currency", "Currency"), ("source", "Source")],
-        [dict(r, target=_target_link(r["target"])) for r in data.price_changes.rows[-100:]],
-        numeric=("previous_price", "price_per_hour")), "price changes"))
-    return p
-
-
-def _terms(res: dict) -> dict | None:
-    for key in ("delta", "delta_terms", "terms"):
-        t = res.get(key)
-        if isinstance(t, dict) and {"price", "throughput", "reliability"} <= set(t):
-            return t
-    return res if {"price", "throughput", "reliability"} <= set(res) else None
+            '"assumed" marks figures that were scaled rather than measured.</p>' + p.table(
+                "tiers", [("tier", "Tier"), ("target", "Target"), ("preset", "Measured on"), ("mode", "Mode"),
+                          ("gpus", "GPUs"), ("cost_per_mtok", f"Cost / 1M tokens ({cur})"), ("fits", "Memory"),
+                          ("assumed", "Basis"), ("reason", "Why")],
+                shown, numeric=("gpus", "cost_per_mtok"), row_class=lambda r: "base" if r.get("_rec") else "",
+                csv=rows))
 
 
 def why(data: ReportData) -> Page:
     p = Page("why.html", "Why it moved",
-             "The change of each target's cost ratio against the baseline between the previous and the latest window, "
-             "split exactly into a price term, a throughput term and a reliability term: "
-             "ln(C_A/C_B) = ln(P_A/P_B) − ln(X_A/X_B) + ln(R_A/R_B), so the change of ln(C_A/C_B) between the windows "
-             "is the sum of the three terms' changes. Shown in log points (×100 ≈ %).")
+             "How each target's gap against the baseline changed between the previous window and the latest one, "
+             "split exactly into a price, a throughput and a reliability term: ln(C_A/C_B) = ln(P_A/P_B) − "
+             "ln(X_A/X_B) + ln(R_A/R_B), so the change of ln(C_A/C_B) is the sum of the three terms' changes. "
+             "In log points (×100 ≈ % of the cost ratio).")
 
     def body() -> str:
-        out = []
-        for i, item in enumerate(data.why.rows):
-            res, terms = item["result"], _terms(item["result"])
-            head = f"<h2>{esc(item['a'])} vs {esc(item['b'])} · {esc(item.get('preset'))}</h2>"
-            if not terms:
-                out.append(head + empty("the decomposition returned no price/throughput/reliability terms"))
-                continue
-            steps = [{"label": k, "value": 100 * float(terms[k] or 0.0)} for k in ("price", "throughput", "reliability")]
-            steps.append({"label": "net change", "value": sum(s["value"] for s in steps), "total": True})
-            chart = p.chart(f"why-{i}", lambda s=steps, t=f"{item['a']} vs {item['b']}": charts.waterfall(s, t))
-            lo, hi = data.why.extra["window1"][0], data.why.extra["window2"][1]
-            env = [dict(r, target=_target_link(r["target"])) for r in data.env_changes.rows
-                   if r["target"] in (item["a"], item["b"]) and lo <= r["changed_at"] < hi]
-            env_html = table([("changed_at", "When"), ("target", "Target"), ("change", "What changed")], env) if env \
-                else empty("no environment change on either target between the windows")
-            gaps = ""
-            if res.get("gap_1") is not None and res.get("gap_2") is not None:
-                gaps = (f"<p>Gap {esc(item['a'])} vs {esc(item['b'])}: {_pct(res['gap_1'])} in window 1, "
-                        f"{_pct(res['gap_2'])} in window 2.</p>")
-            found = res.get("changes") or []
-            cp = ("<h3>Throughput shifts found in these windows</h3>" + changes_table(found)) if found else ""
-            out.append(head + gaps + chart + "<h3>Environment changes in these windows (throughput term)</h3>"
-                       + env_html + cp)
         w1, w2 = data.why.extra["window1"], data.why.extra["window2"]
-        note = f'<p class="lede">Window 1: {fmt(w1[0])} – {fmt(w1[1])}; window 2: {fmt(w2[0])} – {fmt(w2[1])}.</p>'
-        return note + "".join(out)
+        out = [f'<p class="exports">Window 1: {fmt(w1[0])} – {fmt(w1[1])}; window 2: {fmt(w2[0])} – {fmt(w2[1])} UTC.</p>']
+        for i, item in enumerate(data.why.rows):
+            res, a, b = item["result"], item["a"], item["b"]
+            sentence = story.why_sentence(item, (w1, w2), data.price_changes.rows, data.env_changes.rows,
+                                          data.failure_kinds.rows)
+            steps = [{"label": k, "value": 100 * res["delta"][k]} for k in ("price", "throughput", "reliability")]
+            steps.append({"label": "net change", "value": sum(s["value"] for s in steps), "total": True})
+            chart = p.chart(f"why-{i}", lambda s=steps, t=f"{a} vs {b} · {item['preset']}": charts_gap.waterfall(s, t),
+                            "What moved ln(C_A/C_B) between the windows.", rows=steps)
+            figures = [{"side": f"{t} · window {w}", "P": item["windows"][f"{side}{w}"]["price_per_hour"],
+                        "X": item["windows"][f"{side}{w}"]["tokens_per_s"],
+                        "k": item["windows"][f"{side}{w}"]["failed_attempts"], "n": item["windows"][f"{side}{w}"]["attempts"],
+                        "R": item["windows"][f"{side}{w}"]["R"], "C": item["windows"][f"{side}{w}"]["cost_per_mtok"]}
+                       for side, t in (("a", a), ("b", b)) for w in (1, 2)]
+            table = p.table(f"why-{i}-figures", [("side", "Target · window"), ("P", f"Price ({data.currency}/h)"),
+                                                 ("X", "Tokens/s"), ("k", "Failed"), ("n", "Attempts"), ("R", "R"),
+                                                 ("C", f"Cost / 1M tokens ({data.currency})")],
+                            figures, numeric=("P", "X", "k", "n", "R", "C"))
+            out.append(f"<h2>{esc(a)} vs {esc(b)} · {esc(item['preset'])}</h2>"
+                       f'<p class="headline">{esc(sentence)}</p>'
+                       f"<p>Gap {pct_cell(res['gap_1'])} in window 1, {pct_cell(res['gap_2'])} in window 2.</p>"
+                       f'<div class="row"><div>{chart}</div><div>{table}</div></div>')
+        return "".join(out)
 
     p.card(_section(data.why, body, "windows to compare"))
     return p
 
 
 def all_pages(data: ReportData) -> list[Page]:
-    return [overview(data), over_time(data), why(data), hardware(data), reliability(data), quality(data), *target_pages(data)]
-
+    return [overview(data), over_time(data), why(data), hardware(data), reliability(data), quality(data),
+            *target_pages(data)]

@@ -1,141 +1,154 @@
-"""The report's detail pages: Hardware efficiency, Reliability, Data quality and one page per target.
+"""The report's detail pages: Hardware efficiency, Reliability and Data quality (targets: pages_target.py).
 
-    python -c "import duckdb; from reports.data import load; from reports.pages_detail import target_pages; print([p.filename for p in target_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
+    python -c "import duckdb; from reports.data import load; from reports.pages_detail import reliability; print(reliability(load(duckdb.connect('costgap.duckdb', read_only=True))).title)"
+
+Reliability shows the p that enters R: the fine-tune failed-attempt rate k/n with its 90% interval,
+per week and per target, and what reruns add to the cost per 1M tokens, C·(1 − 1/R). Rates, not
+counts, across targets: their run volumes differ by orders of magnitude.
 """
 
 from __future__ import annotations
 
-from reports import charts
-from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, esc, table
-from reports.page import Page, _section, _target_link, changes_table, slug
+from reports import charts, charts_gap
+from reports.data import ReportData, Section
+from reports.html import Raw, badge, esc
+from reports.page import Page, _section, _target_link
+
+METRIC_NAMES = {  # probe metric ids -> what a person reads
+    "bf16_burst_tflops": "bf16 GEMM, burst (TFLOP/s)", "bf16_sustained_tflops": "bf16 GEMM, sustained at best shape",
+    "bf16_sustained_fixed_tflops": "bf16 GEMM, sustained at 2048×7168×4096", "fp16_tflops": "fp16 GEMM (TFLOP/s)",
+    "tf32_tflops": "tf32 GEMM (TFLOP/s)", "fp32_tflops": "fp32 GEMM (TFLOP/s)", "copy_gbps": "memory copy (GB/s)",
+    "triad_gbps": "memory triad (GB/s)", "h2d_pinned_gbps": "host → device, pinned (GB/s)",
+    "d2h_pinned_gbps": "device → host, pinned (GB/s)", "h2d_pageable_gbps": "host → device, pageable (GB/s)",
+    "d2h_pageable_gbps": "device → host, pageable (GB/s)",
+}
+
+
+def metric_name(metric: str) -> str:
+    return METRIC_NAMES.get(metric, metric.replace("_", " "))
+
 
 def hardware(data: ReportData) -> Page:
     p = Page("hardware.html", "Hardware efficiency",
-             "Achieved ÷ theoretical peak for GEMM, memory (HBM) and PCIe figures, median over the latest window. "
+             "Achieved ÷ theoretical peak for GEMM, memory (HBM) and PCIe figures, median over the cost window. "
              "A figure far below its peak is where the list price stops meaning what it says.")
-    eff = data.efficiency.rows
+    eff = [dict(r, metric_label=metric_name(r["metric"])) for r in data.efficiency.rows]
     peaked = [r for r in eff if r.get("efficiency") is not None and r["family"] in ("GEMM", "HBM", "PCIe")]
     p.h2("Achieved ÷ peak")
     p.card(_section(Section(rows=peaked, note=data.efficiency.note), lambda: p.chart(
-        "hw-efficiency", lambda: charts.efficiency_bars(peaked), "Dashed line: the datasheet peak."), "measurements with a known peak"))
+        "hw-efficiency", lambda: charts.efficiency_bars([dict(r, metric=r["metric_label"]) for r in peaked], data.colors),
+        "Dashed line: the datasheet peak.",
+        rows=[{k: r.get(k) for k in ("target", "family", "metric", "value", "unit", "peak", "efficiency", "n")}
+              for r in peaked]), "measurements with a known peak"))
     p.h2("All hardware figures")
-    p.card(_section(data.efficiency, lambda: table(
-        [("family", "Family"), ("target", "Target"), ("benchmark", "Benchmark"), ("metric", "Metric"), ("value", "Value"),
-         ("unit", "Unit"), ("peak", "Peak"), ("efficiency", "Achieved ÷ peak"), ("n", "Runs"), ("throttled_runs", "Ran throttled")],
+    p.card(_section(data.efficiency, lambda: p.table("hardware-figures", [
+        ("family", "Family"), ("target", "Target"), ("metric_label", "Figure"), ("value", "Value"), ("unit", "Unit"),
+        ("peak", "Peak"), ("efficiency", "Achieved ÷ peak"), ("n", "Runs"), ("throttled_runs", "Ran throttled")],
         [dict(r, target=_target_link(r["target"]),
-              efficiency=Raw(esc(f"{r['efficiency']:.1%}")) if r.get("efficiency") is not None else None,
+              efficiency=Raw(esc(f"{r['efficiency']:.1%}"), sort=r["efficiency"]) if r.get("efficiency") is not None else None,
               throttled_runs=badge(str(r["throttled_runs"]), "warn") if r.get("throttled_runs") else 0)
-         for r in eff if r["family"] != "Feed"], numeric=("value", "peak", "efficiency", "n", "throttled_runs"), scroll=True),
+         for r in eff if r["family"] != "Feed"], numeric=("value", "peak", "efficiency", "n", "throttled_runs")),
         "measurements"))
     feed = [r for r in eff if r["family"] == "Feed"]
     p.h2("DataLoader and storage feed")
-    p.card(_section(Section(rows=feed, note=data.efficiency.note), lambda: table(
-        [("target", "Target"), ("benchmark", "Benchmark"), ("metric", "Metric"), ("value", "Value"), ("unit", "Unit"), ("n", "Runs")],
-        [dict(r, target=_target_link(r["target"])) for r in feed], numeric=("value", "n")), "DataLoader or storage figures"))
+    p.card(_section(Section(rows=feed, note=data.efficiency.note), lambda: p.table("feed", [
+        ("target", "Target"), ("benchmark", "Benchmark"), ("metric_label", "Figure"), ("value", "Value"), ("unit", "Unit"),
+        ("n", "Runs")], [dict(r, target=_target_link(r["target"])) for r in feed], numeric=("value", "n")),
+        "DataLoader or storage figures"))
     p.h2("Measurements that ran throttled")
     th = data.throttled
 
     def throttled() -> str:
-        total = th.rows[0]["total"]
-        rows = [dict(r, target=_target_link(r["target"]), reasons=badge(", ".join(r.get("throttle_reasons") or []) or "flagged", "warn"))
-                for r in th.rows]
-        return (f"<p>{esc(total)} measurement(s) ran under a clock-event reason (power cap, thermal, HW slowdown) "
-                f"or were flagged; newest {len(rows)} shown.</p>" + table(
-                    [("started_at", "Run"), ("target", "Target"), ("benchmark", "Benchmark"), ("metric", "Metric"),
-                     ("value", "Value"), ("unit", "Unit"), ("reasons", "Reasons"), ("flags", "Flags"),
-                     ("sm_clock_mhz_min", "SM clock min"), ("sm_clock_mhz_median", "SM clock median"),
-                     ("power_w_median", "Power median (W)")], rows,
-                    numeric=("value", "sm_clock_mhz_min", "sm_clock_mhz_median", "power_w_median"), scroll=True))
+        rows = [dict(r, target=_target_link(r["target"]), metric=metric_name(r["metric"]),
+                     reasons=badge(", ".join(r.get("throttle_reasons") or []) or "flagged", "warn")) for r in th.rows]
+        return (f"<p>{esc(th.rows[0]['total'])} measurement(s) ran under a clock-event reason (power cap, thermal, "
+                f"HW slowdown) or were flagged; newest {len(rows)} shown.</p>" + p.table("throttled", [
+                    ("started_at", "Run"), ("target", "Target"), ("metric", "Figure"), ("value", "Value"),
+                    ("reasons", "Reasons"), ("sm_clock_mhz_median", "SM clock median (MHz)"),
+                    ("power_w_median", "Power median (W)")], rows,
+                    numeric=("value", "sm_clock_mhz_median", "power_w_median")))
     p.card(_section(th, throttled, "throttled measurements",
                     none="No measurement recorded a clock-event reason (power cap, thermal, HW slowdown)."))
     p.h2("Power and clocks (NVML telemetry, weekly)")
-    p.card(_section(data.telemetry, lambda: p.chart("hw-telemetry", lambda: charts.telemetry_lines(data.telemetry.rows),
-                                                    "Each run's mean over its NVML samples, then the median over the week's runs (reduced in DuckDB)."), "NVML telemetry"))
+    p.card(_section(data.telemetry, lambda: p.chart(
+        "hw-telemetry", lambda: charts.telemetry_lines(data.telemetry.rows, data.colors),
+        "Each run's mean over its NVML samples, then the median over the week's runs (reduced in DuckDB).",
+        rows=data.telemetry.rows), "NVML telemetry"))
     return p
 
 
 def reliability(data: ReportData) -> Page:
+    cur = data.currency
     p = Page("reliability.html", "Reliability",
-             "Every try of every task is kept. Failed attempts raise the rerun factor R = 1 + f·p/(1−p) "
-             "that multiplies the cost per token.")
-    wk = data.reliability
-    p.h2("Failed-attempt share per week")
-    p.card(_section(wk, lambda: p.chart("rel-rate", lambda: charts.failure_rate_lines(wk.rows)), "attempts"))
-    p.h2("Attempts by outcome")
-    p.card(_section(wk, lambda: p.chart("rel-outcomes", lambda: charts.outcome_bars(wk.rows)), "attempts"))
-    p.h2("Failure kinds per target")
+             "The failed-attempt rate p of the fine-tune is what enters the cost: R = 1 + f·p/(1−p) multiplies the "
+             "cost per token (f: the share of an attempt's work lost per failure, 0.5 without checkpoints). "
+             "p = k/n with a 90% interval from its Beta posterior (the one the cost interval uses).")
+    p.h2("p in the cost window, and what reruns add")
+
+    def now() -> str:
+        rows = []
+        for r in data.cost.rows:
+            adds = r["cost_per_mtok"] * (1 - 1 / r["R"]) if r.get("cost_per_mtok") is not None and r.get("R") else None
+            rows.append({"target": _target_link(r["target"]), "preset": r["preset"], "p": r["p"],
+                         "kn": Raw(f"{r['failed_attempts']}/{r['attempts']}", sort=r["failed_attempts"]),
+                         "p_lo": r["p_lo"], "p_hi": r["p_hi"], "R": r["R"], "adds": adds, "cost": r["cost_per_mtok"]})
+        return p.table("reliability-window", [
+            ("target", "Target"), ("preset", "Preset"), ("p", "p"), ("kn", "Failed / attempts"), ("p_lo", "p, 90% low"),
+            ("p_hi", "p, 90% high"), ("R", "Rerun factor R"), ("adds", f"Reruns add ({cur} / 1M tokens)"),
+            ("cost", f"Cost / 1M tokens ({cur})")], rows,
+            numeric=("p", "kn", "p_lo", "p_hi", "R", "adds", "cost"))
+    p.card(_section(data.cost, now, "fine-tune runs in the window"))
+    p.h2("p per week, per preset")
+    hist = [r for r in data.history.rows if r["attempts"]]
+    p.card(_section(Section(rows=hist), lambda: '<div class="row">' + "".join(
+        "<div>" + p.chart(f"rel-p-{i}", lambda s=s: charts_gap.rerun_rate_lines(
+            [r for r in hist if r["preset"] == s], s, data.colors), f"{s}: k/n per week; bars: 90% interval.",
+            rows=[{k: r[k] for k in ("period_start", "period_end", "target", "preset", "p", "failed_attempts",
+                                     "attempts", "p_lo", "p_hi", "R")} for r in hist if r["preset"] == s]) + "</div>"
+        for i, s in enumerate(sorted({r["preset"] for r in hist}))) + "</div>", "fine-tune attempts"))
+    p.h2("Failure kinds, as a share of each target's attempts (cost window)")
     fk = data.failure_kinds
-    p.card(_section(fk, lambda: p.chart("rel-kinds", lambda: charts.failure_kind_bars(fk.rows)) + table(
-        [("target", "Target"), ("error_kind", "Kind"), ("failures", "Failures"), ("task", "Most often in"), ("example", "Example message")],
-        [dict(r, target=_target_link(r["target"])) for r in fk.rows], numeric=("failures",)), "failed attempts"))
+    p.card(_section(fk, lambda: p.chart("rel-kinds", lambda: charts.failure_kind_bars(fk.rows, data.colors),
+                                        "Failed fine-tune attempts of each kind ÷ the target's fine-tune attempts.",
+                                        rows=fk.rows) + p.table(
+        "failure-kinds", [("target", "Target"), ("error_kind", "Kind"), ("rate", "Share of attempts"),
+                          ("failures", "Failed"), ("attempts", "Attempts"), ("task", "Most often in"),
+                          ("example", "Example message")],
+        [dict(r, target=_target_link(r["target"]), rate=Raw(f"{r['rate']:.1%}", sort=r["rate"])) for r in fk.rows],
+        numeric=("rate", "failures", "attempts")), "failed fine-tune attempts in the window",
+        none="No fine-tune attempt failed in the cost window."))
     return p
 
 
 def quality(data: ReportData) -> Page:
     p = Page("quality.html", "Data quality",
-             "Every landed batch is validated by Great Expectations. A bundle that fails goes to quarantine with the "
-             "failed expectations and never reaches the fact tables.")
+             "Every landed batch is validated by Great Expectations. A file that is not a valid bundle is rejected; a "
+             "bundle that fails an expectation is quarantined with the failed expectations. Neither reaches the "
+             "fact tables; `costgap ingest` reports them the same way.")
     p.h2("Validation results over time")
-    p.card(_section(data.validation_daily, lambda: p.chart("dq-daily", lambda: charts.validation_bars(data.validation_daily.rows)),
-                    "validation results"))
+    p.card(_section(data.validation_daily, lambda: p.chart(
+        "dq-daily", lambda: charts.validation_bars(data.validation_daily.rows), "Expectations evaluated per day.",
+        rows=data.validation_daily.rows), "validation results"))
     p.h2("Expectations")
-    p.card(_section(data.validation, lambda: table(
-        [("suite", "Suite"), ("expectation", "Expectation"), ("column_name", "Column"), ("checked", "Checked"),
-         ("failed", "Failed"), ("failed_example", "Observed when failing"), ("last_validated_at", "Last")],
+    p.card(_section(data.validation, lambda: p.table("expectations", [
+        ("suite", "Suite"), ("expectation", "Expectation"), ("column_name", "Column"), ("checked", "Checked"),
+        ("failed", "Failed"), ("failed_example", "Observed when failing"), ("last_validated_at", "Last")],
         [dict(r, failed=badge(str(r["failed"]), "bad") if r["failed"] else 0) for r in data.validation.rows],
-        numeric=("checked", "failed"), scroll=True), "validation results"))
-    p.h2("Quarantine")
+        numeric=("checked", "failed")), "validation results"))
+    p.h2("Rejected and quarantined bundles")
     q = data.quarantine
-    p.card(_section(q, lambda: f"<p>{esc(q.rows[0]['total'])} bundle(s) in quarantine; newest {len(q.rows)} shown.</p>" + table(
-        [("quarantined_at", "When"), ("kind", "Kind"), ("target", "Target"), ("bundle_id", "Bundle"), ("reason", "Reason"),
-         ("field", "Field"), ("source_uri", "Source"), ("failed", "Failed checks")],
-        [dict(r, bundle_id=Raw(f'<span class="mono">{esc(str(r["bundle_id"])[:16])}…</span>'),
-              failed=(r["failed"] or "")[:300]) for r in q.rows], scroll=True), "quarantined bundles",
-        none="Nothing in quarantine: every bundle received so far passed validation."))
+
+    def refused() -> str:
+        kinds = {k: sum(1 for r in q.rows if r["kind"] == k) for k in ("rejected", "quarantined")}
+        head = (f"<p>{esc(q.rows[0]['total'])} file(s) refused in all: newest {len(q.rows)} shown, of which "
+                f"{kinds['rejected']} rejected (not a valid bundle) and {kinds['quarantined']} quarantined "
+                "(a valid bundle that failed validation).</p>")
+        return head + p.table("refused", [
+            ("quarantined_at", "When"), ("kind", "Outcome"), ("target", "Target"), ("bundle_id", "Bundle"),
+            ("reason", "Reason"), ("field", "Field"), ("source_uri", "File")],
+            [dict(r, kind=badge(r["kind"], "bad" if r["kind"] == "rejected" else "warn"),
+                  bundle_id=Raw(f'<span class="mono">{esc(str(r["bundle_id"])[:12])}…</span>', sort=r["bundle_id"]))
+             for r in q.rows])
+    p.card(_section(q, refused, "refused bundles", none="Nothing refused: every file received so far landed."))
     return p
-
-
-def target_pages(data: ReportData) -> list[Page]:
-    by = lambda rows, t: [r for r in rows if r.get("target") == t]  # noqa: E731
-    pages = []
-    for i, t in enumerate(data.targets):
-        name = t["target"]
-        p = Page(slug(name), f"Target {name}",
-                 " · ".join(str(v) for v in (t.get("provider"), t.get("region"), t.get("instance_type"), t.get("gpu_model")) if v)
-                 or "A target first seen in a bundle (not configured in targets.toml).")
-        tp, env = by(data.throughput.rows, name), by(data.env_changes.rows, name)
-        p.h2("Throughput over time")
-        p.card(_section(Section(rows=tp, note=data.throughput.note), lambda: p.chart(
-            f"target-{i}-throughput", lambda: charts.throughput_lines(tp, env)), "fine-tune runs"))
-        ch = by(data.changes.rows, name)
-        p.h2("Throughput shifts found")
-        p.card(_section(Section(rows=ch, note=data.changes.note), lambda: changes_table(ch), "significant change-point findings for this target"))
-        eh = by(data.env_history.rows, name)
-        p.h2("Environment history")
-        p.card(_section(Section(rows=eh, note=data.env_history.note), lambda: table(
-            [("first_used_at", "First used"), ("last_used_at", "Last used"), ("runs", "Runs"), ("gpu_name", "GPU"),
-             ("gpu_count", "GPUs"), ("driver", "Driver"), ("cuda_runtime", "CUDA"), ("cudnn", "cuDNN"), ("torch", "torch"),
-             ("python", "Python"), ("kernel", "Kernel"), ("cpu_model", "CPU"), ("pcie_gen_current", "PCIe gen"),
-             ("power_limit_w", "Power limit (W)"), ("container_image", "Image")], eh, numeric=("runs", "gpu_count")),
-            "environments"))
-        runs = by(data.runs.rows, name)
-        p.h2("Runs")
-
-        def run_table(runs: Rows = runs) -> str:
-            total = runs[0]["total"]
-            rows = [dict(r, run_id=Raw(f'<span class="mono">{esc(str(r["run_id"])[:12])}</span>'),
-                         steady=badge("unstable", "warn") if r.get("steady") is False else r.get("steady"),
-                         environment_id=Raw(f'<span class="mono">{esc(str(r["environment_id"])[:8])}</span>'),
-                         provenance=badge(r["provenance"], "warn") if r.get("provenance") else "measured")
-                    for r in runs]
-            return (f"<p>{esc(total)} run(s); newest {len(rows)} shown.</p>" + table(
-                [("started_at", "Started"), ("run_id", "Run"), ("profile", "Profile"), ("status", "Status"),
-                 ("presets", "Presets"), ("tokens_per_s", "Tokens/s"), ("mfu", "MFU"), ("steady", "Steady"), ("attempts", "Attempts"),
-                 ("failed_attempts", "Failed"), ("environment_id", "Env"), ("origin_kind", "Origin"),
-                 ("provenance", "Data")], rows, numeric=("tokens_per_s", "mfu", "attempts", "failed_attempts"), scroll=True))
-        p.card(_section(Section(rows=runs, note=data.runs.note), run_table, "runs"))
-        pages.append(p)
-    return pages
-
 

@@ -12,8 +12,10 @@ any step leaves the previous site exactly as it was. The vega libraries are one 
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
+import math
 import logging
 import os
 import re
@@ -21,15 +23,16 @@ import shutil
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 import fsspec
 import vl_convert as vlc
 
 from reports.data import ReportData
-from reports.page import ASSET_JS, render
+from reports.page import ASSET_JS, TABLES_JS, render
 from reports.pages import all_pages
 
 log = logging.getLogger(__name__)
@@ -118,19 +121,51 @@ def export_images(specs: dict[str, dict], out: Path, workers: int = EXPORT_WORKE
     return hits
 
 
+def _csv_value(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, float):
+        return repr(v)  # full precision: the CSV reproduces the figure exactly
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, default=str)
+    return str(v)
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    """One table's or chart's data; columns in first-seen order over all rows."""
+    cols: dict[str, None] = {}
+    for r in rows:
+        cols.update(dict.fromkeys(r))
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(list(cols))
+        w.writerows([[_csv_value(r.get(c)) for c in cols] for r in rows])
+
+
 def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
-    """Write every page, the shared script and the chart exports into `out`; return the manifest."""
+    """Write every page, its data (data/*.csv), the shared scripts and the chart exports into `out`."""
     t0 = time.perf_counter()
     (out / "assets").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
     js = vega_bundle()
     (out / ASSET_JS).write_text(js, encoding="utf-8")
-    js_bytes = len(js.encode("utf-8"))
-    pages, specs = [], {}
+    tables_js = resources.files("reports").joinpath("tables.js").read_text(encoding="utf-8")
+    (out / TABLES_JS).write_text(tables_js, encoding="utf-8")
+    js_bytes, tables_bytes = len(js.encode("utf-8")), len(tables_js.encode("utf-8"))
+    pages, specs, written = [], {}, {}
     for page in all_pages(data):
         html = render(page, data)
         (out / page.filename).write_text(html, encoding="utf-8")
-        weight = len(html.encode("utf-8")) + (js_bytes if page.charts else 0)
-        pages.append({"file": page.filename, "title": page.title, "charts": len(page.charts), "bytes": weight})
+        for name, rows in page.data.items():
+            if name in written:
+                raise RuntimeError(f"data/{name}.csv is written by both {written[name]} and {page.filename}")
+            written[name] = page.filename
+            write_csv(out / "data" / f"{name}.csv", rows)
+        weight = len(html.encode("utf-8")) + (js_bytes if page.charts else 0) + (tables_bytes if page.data else 0)
+        pages.append({"file": page.filename, "title": page.title, "charts": len(page.charts), "bytes": weight,
+                      "data": sorted(page.data)})
         specs.update(page.charts)
     t_pages = time.perf_counter() - t0
     t1 = time.perf_counter()

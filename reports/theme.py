@@ -20,6 +20,15 @@ GOOD = "#047857"
 PALETTE = ["#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4", "#f97316", "#64748b", "#84cc16", "#ec4899"]
 CHART_WIDTH = 640  # px; fits beside nothing, readable without horizontal scroll on a laptop
 CHART_HEIGHT = 260
+SMALL_WIDTH = 360  # px; a small multiple: two side by side still fit a 900 px window... one per row below it
+SMALL_HEIGHT = 200
+# The three terms of the gap's decomposition: not target colours, so they never read as a target.
+TERM_COLORS = {"price": "#d97706", "throughput": "#0891b2", "reliability": "#9333ea"}
+
+
+def target_colors(targets) -> dict[str, str]:
+    """One fixed colour per target on every chart of the site: sorted targets take the palette in order."""
+    return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(sorted({str(t) for t in targets}))}
 
 VEGA_CONFIG: dict = {
     "font": FONT,
@@ -52,7 +61,16 @@ section.card{{overflow-x:auto;background:#fff;border:1px solid {GRID};border-rad
 table{{border-collapse:collapse;width:100%;font-size:13.5px}}
 th,td{{text-align:left;padding:6px 10px;border-bottom:1px solid {GRID};vertical-align:top}}
 th{{font-weight:600;color:{MUTED};background:#fafbfc;position:sticky;top:0}}
-td.num,th.num{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}}
+table.data th{{cursor:pointer;user-select:none}}
+table.data th[aria-sort=ascending]::after{{content:" ▲";font-size:10px}}
+table.data th[aria-sort=descending]::after{{content:" ▼";font-size:10px}}
+.tools{{display:flex;gap:12px;align-items:center;flex-wrap:wrap;margin:0 0 8px;font-size:12.5px;color:{MUTED}}}
+input.filter{{font:inherit;font-size:13px;padding:3px 8px;border:1px solid {GRID};border-radius:6px;min-width:180px}}
+.headline{{font-size:16px;margin:6px 0}} .headline b{{font-weight:650}}
+.sub{{display:block;font-size:11.5px;color:{MUTED}}}
+.row{{display:flex;gap:18px;flex-wrap:wrap;align-items:flex-start}}
+td.num,th.num{{text-align:right;font-variant-numeric:tabular-nums}}
+th{{white-space:normal;min-width:3.5em}} td{{overflow-wrap:anywhere}}
 tr.base td{{background:#eff6ff}}
 code,.mono{{font-family:{MONO};font-size:12.5px}}
 .badge{{white-space:nowrap;display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;background:#e5e7eb;color:{INK}}}
@@ -64,6 +82,8 @@ code,.mono{{font-family:{MONO};font-size:12.5px}}
 .exports{{font-size:12.5px;color:{MUTED}}} .exports a{{color:{ACCENT}}}
 a{{color:{ACCENT}}}
 footer{{color:{MUTED};font-size:12.5px;max-width:1260px;margin:0 auto;padding:0 28px 30px}}
-.scroll{{max-height:520px;overflow:auto}}
+.scroll{{max-height:560px;overflow:auto}}
 .nw,td a{{white-space:nowrap}}
+@media (max-width:1000px){{main{{padding:14px 12px 40px}} section.card{{padding:12px 10px}}
+ th,td{{padding:5px 6px}} table{{font-size:12.5px}} header{{padding:12px}}}}
 """

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 
@@ -32,8 +32,10 @@ from tasks.bundle import BundleError, read_bundle
 from tasks.canonical import canonical_json, seal
 
 SYNTHETIC_NOTE = ("derived by costgap demo from a committed, measured sample bundle: time-shifted, throughput "
-                  "scaled by a small jitter and an 'older stack' factor, some OOM attempts injected; not measured")
-PRICE_NOTE = "illustrative prices for the demo (not a quote from any provider), with one 15% price cut"
+                  "scaled by a small jitter; every other target ran an 'older stack' (older driver, 8% slower) "
+                  "early on and got more OOM reruns late; not measured")
+PRICE_NOTE = ("illustrative prices for the demo (not a quote from any provider): every other target 8% cheaper, "
+              "the others cut 15% part-way")
 TARGET_NOTE = "provider, region and instance type invented by costgap demo so that the price book can join"
 # Illustrative on-demand USD/h by GPU family: rough public list-price levels seen in 2025-2026, not quotes.
 ILLUSTRATIVE_USD_PER_HOUR = {"H200": 3.80, "H100": 2.99, "A100": 1.79, "L40S": 1.25, "A10": 0.75, None: 0.12}
@@ -41,25 +43,33 @@ ILLUSTRATIVE_USD_PER_HOUR = {"H200": 3.80, "H100": 2.99, "A100": 1.79, "L40S": 1
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """How the synthetic history is made. Every field labels itself on the page via provenance."""
+    """How the synthetic history is made: a story in which each of the three terms moves the gap once.
+    Targets take turns (sorted: index 0, 2, ... are "even", 1, 3, ... "odd"). Every field labels itself
+    on the page via provenance."""
 
     weeks: int = 12  # history length: enough weekly points for the over-time and why-it-moved pages
     runs_per_week: int = 2  # per sample; two points a week keep the weekly medians visibly noisy
     jitter: float = 0.02  # +-2% run-to-run throughput: the spread real quick runs show on one host
-    older_stack_factor: float = 0.92  # first half runs on an "older stack" 8% slower: an env change to find
-    failure_every: int = 6  # on average one synthetic run in n gets an injected OOM attempt
-    price_cut: float = 0.85  # the illustrative price drops 15%: a price change to explain
-    price_cut_at: float = 0.7  # ...at 70% of the history, apart from the environment change at 50%
+    older_stack_factor: float = 0.92  # even targets start on an "older stack" 8% slower (throughput term) ...
+    upgrade_at: float = 0.35  # ... until 35% of the history: a driver and image change to find
+    older_driver: str = "570.124.06"  # the older stack's driver (the measured bundle keeps its own)
+    failure_every: int = 8  # on average one synthetic run in n gets an injected OOM attempt ...
+    late_failure_every: int = 2  # ... and on even targets one in 2 in the last part (reliability term)
+    late_failures_at: float = 0.8  # ... from 80% of the history on
+    even_price_factor: float = 0.92  # even targets rent 8% cheaper (another provider, illustratively)
+    price_cut: float = 0.85  # odd targets' price drops 15% (price term) ...
+    price_cut_at: float = 0.6  # ... at 60% of the history
     seed: int = 7  # the demo is reproducible from its name alone
 
     def __post_init__(self) -> None:
         if self.weeks < 2:
             raise ValueError(f"DemoConfig.weeks = {self.weeks}: expected >= 2 (two windows to compare)")
-        if self.runs_per_week < 1 or self.failure_every < 1:
-            raise ValueError("DemoConfig.runs_per_week and failure_every must be >= 1")
+        if self.runs_per_week < 1 or self.failure_every < 1 or self.late_failure_every < 1:
+            raise ValueError("DemoConfig.runs_per_week, failure_every and late_failure_every must be >= 1")
         if not 0 <= self.jitter < 0.5:
             raise ValueError(f"DemoConfig.jitter = {self.jitter}: expected 0 <= jitter < 0.5")
-        for name in ("older_stack_factor", "price_cut", "price_cut_at"):
+        for name in ("older_stack_factor", "price_cut", "price_cut_at", "upgrade_at", "late_failures_at",
+                     "even_price_factor"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"DemoConfig.{name} = {getattr(self, name)}: expected a value in (0, 1]")
 
@@ -88,11 +98,13 @@ def _t(s: str) -> datetime:
     return datetime.fromisoformat(s.replace("Z", "+00:00"))
 
 
-def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> list[dict[str, Any]]:
-    """Earlier runs derived from one measured bundle (plain dicts, sealed; newest last)."""
+def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random, even: bool = True) -> list[dict[str, Any]]:
+    """Earlier runs derived from one measured bundle (plain dicts, sealed; newest last). `even` targets
+    start on the older stack and get more reruns late (DemoConfig)."""
     out = []
     n = cfg.weeks * cfg.runs_per_week
     for k in range(n, 0, -1):
+        position = 1.0 - k / n  # 0 = the oldest synthetic run
         doc = copy.deepcopy(sample)
         doc.pop("bundle_id", None)
         shift = timedelta(days=7 * k / cfg.runs_per_week, hours=rng.uniform(-6, 6))
@@ -101,10 +113,12 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> l
         for a in doc.get("attempts", []):
             if a.get("started_at"):
                 a["started_at"] = _iso(_t(a["started_at"]) - shift)
-        older = k > n // 2
+        older = even and position < cfg.upgrade_at
         factor = (cfg.older_stack_factor if older else 1.0) * (1 + rng.uniform(-cfg.jitter, cfg.jitter))
         if older:
             doc["environment"]["container_image"] = "demo-synthetic:older-stack"
+            if doc["environment"].get("driver"):
+                doc["environment"]["driver"] = cfg.older_driver
         for ft in doc.get("finetune", []):
             if ft.get("tokens_per_s"):
                 ft["tokens_per_s"] *= factor
@@ -118,7 +132,8 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random) -> l
                         ft[name] = min(1.0, ft[name] * factor) if name == "mfu" else ft[name] / factor
         for m in doc.get("measurements", []):
             m["value"] *= min(1.0, 1 + rng.uniform(-cfg.jitter, cfg.jitter / 4))  # never above the measured
-        if rng.random() < 1.0 / cfg.failure_every:
+        late = even and position >= cfg.late_failures_at
+        if rng.random() < 1.0 / (cfg.late_failure_every if late else cfg.failure_every):
             done = [a for a in doc["attempts"] if str(a["task"]).startswith("finetune") and a["state"] == "completed"]
             if done:  # a failed try before a fine-tune that completed (never for a skipped one)
                 first = done[0]
@@ -148,10 +163,14 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
     fetched = end
     cut = start + (end - start) * cfg.price_cut_at
     rows = []
-    for target, gpu in sorted(targets.items()):
+    for i, (target, gpu) in enumerate(sorted(targets.items())):
         usd = ILLUSTRATIVE_USD_PER_HOUR[_family(gpu)]
         key = dict(provider="demo", region="demo-1", instance_type=f"{target}.1x", billing_mode="on_demand",
                    currency="USD", original_period="hour", source="costgap demo (illustrative)", fetched_at=fetched)
+        if i % 2 == 0:  # even: cheaper throughout
+            rows.append(PriceRow(original_amount=round(usd * cfg.even_price_factor, 4),
+                                 effective_from=start - timedelta(days=30), **key))
+            continue
         rows.append(PriceRow(original_amount=usd, effective_from=start - timedelta(days=30), effective_to=cut, **key))
         rows.append(PriceRow(original_amount=round(usd * cfg.price_cut, 4), effective_from=cut, **key))
     summary = import_rows(con, rows, source_kind="demo", source="costgap demo (illustrative)", fetched_at=fetched)
@@ -160,10 +179,12 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
     return len(rows)
 
 
-def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg: DemoConfig | None = None) -> DemoSummary:
+def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg: DemoConfig | None = None,
+               progress: Callable[[str], None] | None = None) -> DemoSummary:
     """Land samples + labelled synthetic history + illustrative prices through an open writer connection."""
     from tasks.landing.land import land_paths
 
+    say = progress or (lambda _line: None)
     cfg = cfg or DemoConfig()
     folder = samples or sample_dir()
     files = sorted(folder.rglob("*.json")) if folder.is_dir() else []
@@ -179,12 +200,15 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
         docs.append(json.loads(f.read_bytes()))
     rng = random.Random(cfg.seed)
     summary = DemoSummary()
+    order = {t: i for i, t in enumerate(sorted({d["target"] for d in docs}))}
     with tempfile.TemporaryDirectory(prefix="costgap-demo-") as tmp:
-        synth = [d for doc in docs for d in synthesize(doc, cfg, rng)]
+        synth = [d for doc in docs for d in synthesize(doc, cfg, rng, even=order[doc["target"]] % 2 == 0)]
         for d in synth:
             (Path(tmp) / f"{d['bundle_id']}.json").write_bytes(canonical_json(d))
+        say(f"demo: landing {len(files)} measured sample bundle(s) from {folder}")
         real = land_paths(con, [str(f) for f in files], source="demo")
-        fake = land_paths(con, [tmp], source="demo")
+        say(f"demo: landing {len(synth)} synthetic run(s) derived from them ({cfg.weeks} weeks, labelled)")
+        fake = land_paths(con, [tmp], source="demo", progress=say)
     for s, what in ((real, "sample"), (fake, "synthetic")):
         if not s.ok:
             raise UserError(f"demo: a {what} bundle did not land cleanly:\n{s.as_text()}")
@@ -199,6 +223,7 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
         con.execute("insert or replace into provenance (scope, key, label, note) values ('target', ?, 'illustrative', ?)",
                     [target, TARGET_NOTE])
     times = [_t(d["started_at"]) for d in synth + docs]
+    say("demo: adding illustrative prices")
     summary.price_rows = _prices(con, gpus, min(times), max(times), cfg)
     summary.targets = sorted(gpus)
     return summary

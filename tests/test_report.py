@@ -59,8 +59,8 @@ def test_script_json_cannot_close_its_script_tag():
 
 
 def test_table_escapes_every_cell_and_heading():
-    out = table([("a", EVIL)], [{"a": EVIL}])
-    assert EVIL not in out and out.count(esc(EVIL)) == 2
+    out = table([("a", EVIL)], [{"a": EVIL}], table_id=EVIL)
+    assert EVIL not in out and out.count(esc(EVIL)) == 4  # heading, id, the cell's sort key and its text
 
 
 def test_every_chart_spec_is_valid_vega_lite(world, tmp_path, monkeypatch):
@@ -128,12 +128,12 @@ def test_evil_target_is_escaped_everywhere(site: Path):
 def test_pages_show_measured_content(site: Path):
     hw = (site / "hardware.html").read_text()
     assert "sw_power_cap" in hw and "Measurements that ran throttled" in hw
-    assert "next_latency_ms" in hw  # DataLoader feed figure
+    assert "next latency ms" in hw  # DataLoader feed figure, named for a reader
     assert "torch 2.12.0 → 2.13.0" in (site / "over-time.html").read_text()
     q = (site / "quality.html").read_text()
-    assert "3 bundle(s) in quarantine" in q and "tokens_per_s &lt;= 0" in q
+    assert "3 file(s) refused in all" in q and "tokens_per_s &lt;= 0" in q and "quarantined" in q
     t = next(site.glob("target-h200-sxm-*.html")).read_text()
-    assert "Environment history" in t and "newest" in t
+    assert "What changed in its environment" in t and "newest" in t and "Cost and price history" in t
 
 
 def test_page_weight_bounded_at_scale(tmp_path: Path):

@@ -52,7 +52,8 @@ def test_demo_lands_samples_and_labelled_history(demo):
     finally:
         con.close()
     assert synthetic == 2 * cfg.weeks * cfg.runs_per_week and measured == 2 and runs == synthetic + 2
-    assert prices == 4 and labelled_prices == 1  # two illustrative prices per target, one cut each
+    # illustrative prices: the even target (cpu-local) one price throughout, the odd one (h200-sxm) a cut
+    assert prices == 3 and labelled_prices == 1
     assert failed > 0
 
 
@@ -71,10 +72,12 @@ def test_every_page_says_what_was_not_measured(demo):
 def test_demo_report_has_costs_and_a_decomposition(demo):
     _, site, _ = demo
     index = (site / "index.html").read_text(encoding="utf-8")
-    assert "no data yet: tasks.cost.table.cost_table" not in index and "baseline" in index
+    assert "is cheapest:" in index and "baseline" in index
     assert 'id="c-overview-cost"' in index
     why = (site / "why.html").read_text(encoding="utf-8")
-    assert 'id="c-why-0"' in why and "demo-synthetic:older-stack" in why
+    assert 'id="c-why-0"' in why and "cpu-local became" in why and "log points" in why
+    over = (site / "over-time.html").read_text(encoding="utf-8")
+    assert "demo-synthetic:older-stack" in over and 'id="c-gap-tiny"' in over  # the stack change, labelled
 
 
 def test_demo_without_samples_is_a_clear_error(tmp_path):

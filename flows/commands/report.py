@@ -16,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from flows.commands import say
 from flows.settings import site_url, warehouse_path
 
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
@@ -62,11 +63,13 @@ def demo(
                             "`costgap demo` did not make); pick a new path, the demo replaces its file")
         path.unlink()
         Path(f"{path}.wal").unlink(missing_ok=True)
-    with writing(str(path)) as con:
-        summary = build_demo(con, samples)
+    t0 = time.perf_counter()
+    with writing(str(path)) as con:  # the demo's own file: no other writer, so no write slot is needed
+        summary = build_demo(con, samples, progress=say)
     typer.echo(summary.as_text())
+    say(f"demo: rendering the report{' and exporting every chart as PNG and SVG' if images else ''}")
     index = build_site(str(path), site or DEMO_SITE, images=images)
-    typer.echo(f"report: {index}")
+    typer.echo(f"report: {index} ({time.perf_counter() - t0:.0f} s)")
 
 
 def _is_demo(path: Path) -> bool:

@@ -2,14 +2,15 @@
 
     .venv/bin/pytest -q tests/test_cost_model.py
 
-A `Span` is `periods` consecutive windows of `period_days` that end at `end`: period 0 is
-(end - period, end], period 1 the one before it. One window (`costgap targets`, `costgap gap`, the
-overview) is a span of one period; the gap over time is a span of many weekly ones. Both run the same
-queries, so a period of the history equals `costgap gap --as-of <its end> --window <its length>`.
+A `Span` is `periods` windows of `period_days` each, their ends `step_days` apart, the newest ending
+at `end`: window k is (end - k step - period, end - k step]. One window (`costgap targets`, `costgap
+gap`, the overview) is a span of one; the gap over time is 30-day windows stepped by a week. Both
+run the same queries, so a window of the history equals `costgap gap --as-of <its end> --window 30d`.
 - warehouse/queries/cost_priced_runs.sql: each successful run priced as of its start (FX at dated
   rates), with its period; kept as temp table _cost_runs for the queries below;
 - cost_inputs.sql: per (period, target, preset) the runs' tokens/s (sorted), P, the attempt counts
-  k and n, the run-to-run CV, and the price period that priced the latest run;
+  k and n (what counts is the view finetune_attempts, migration 055), the run-to-run CV, and the
+  price period that priced the latest run;
 - cost_price_now.sql: the price in force today, for "today's price" beside the window's blend.
 """
 
@@ -25,33 +26,36 @@ from tasks.errors import UserError
 from tasks.pricing.fx import FxError
 from warehouse import sql
 
-FINETUNE_TASK = "finetune"  # attempts.task prefix whose failures drive p: "finetune", "finetune:<preset>"
-PREFECT_PROBE_TASK = "probe_child"  # Prefect task running the probe process (flows/probe.py): a failed try
-#                                     left no bundle, so it counts as a failed attempt
-
-
 @dataclass(frozen=True)
 class Span:
-    """`periods` windows of `period_days` each, the newest ending at `end` (UTC)."""
+    """`periods` windows of `period_days`, their ends `step_days` apart (default: back to back), the
+    newest ending at `end` (UTC)."""
 
     end: datetime
     period_days: float
     periods: int = 1
+    step_days: float | None = None
 
     def __post_init__(self) -> None:
         if not self.period_days > 0:
             raise UserError(f"window = {self.period_days!r} days: expected a positive window")
         if self.periods < 1:
             raise UserError(f"periods = {self.periods!r}: expected at least 1")
+        if self.step_days is not None and not self.step_days > 0:
+            raise UserError(f"step = {self.step_days!r} days: expected a positive step")
         object.__setattr__(self, "end", self.end.astimezone(timezone.utc))
 
     @property
     def period_us(self) -> int:
         return round(self.period_days * 86400e6)
 
+    @property
+    def step_us(self) -> int:
+        return self.period_us if self.step_days is None else round(self.step_days * 86400e6)
+
     def bounds(self, period: int = 0) -> tuple[datetime, datetime]:
-        """(start, end] of one period."""
-        end = self.end - timedelta(microseconds=period * self.period_us)
+        """(start, end] of one window."""
+        end = self.end - timedelta(microseconds=period * self.step_us)
         return end - timedelta(microseconds=self.period_us), end
 
     @property
@@ -60,8 +64,8 @@ class Span:
 
 
 def _params(span: Span, opts: CostOptions, targets: list[str] | None) -> dict:
-    return {"start": span.start, "end": span.end, "period_us": span.period_us, "billing": opts.billing,
-            "currency": opts.currency, "targets": targets}
+    return {"start": span.start, "end": span.end, "billing": opts.billing, "currency": opts.currency,
+            "targets": targets}
 
 
 def price_runs(con: duckdb.DuckDBPyConnection, span: Span, opts: CostOptions, targets: list[str] | None = None) -> None:
@@ -70,6 +74,8 @@ def price_runs(con: duckdb.DuckDBPyConnection, span: Span, opts: CostOptions, ta
     # materialisation ~2x faster. The caller's setting is put back afterwards.
     keep = con.execute("select current_setting('preserve_insertion_order')").fetchall()[0][0]
     con.execute("set preserve_insertion_order = false")
+    con.execute(f"create or replace temp table _cost_windows as {sql.load_query('cost_windows')}",
+                {"end": span.end, "period_us": span.period_us, "step_us": span.step_us, "periods": span.periods})
     try:
         con.execute(f"create or replace temp table _cost_runs as {sql.load_query('cost_priced_runs')}",
                     _params(span, opts, targets))
@@ -87,7 +93,7 @@ def window_inputs(con: duckdb.DuckDBPyConnection, span: Span, opts: CostOptions,
                   targets: list[str] | None = None) -> list[dict]:
     """One dict per (period, target, preset) with runs in the span: P, X, samples, k, n, cv_within, ..."""
     price_runs(con, span, opts, targets)
-    params = {**_params(span, opts, targets), "task": FINETUNE_TASK, "prefect_task": PREFECT_PROBE_TASK}
+    params = _params(span, opts, targets)
     del params["billing"], params["currency"]
     return sql.rows(con, "cost_inputs", params)
 

@@ -73,6 +73,17 @@ def failure_rate(failed: int, attempts: int) -> float:
     return failed / attempts if attempts else 0.0
 
 
+def failure_rate_interval(failed: int, attempts: int, level: float = LEVEL) -> tuple[float | None, float | None]:
+    """The central `level` interval of p's posterior, Beta(k + 1/2, n - k + 1/2) (Jeffreys), the one the
+    cost interval draws from; (None, None) without attempts."""
+    if not attempts:
+        return None, None
+    from scipy.stats import beta
+
+    a, b = failed + stats.PRIOR_FAILED, attempts - failed + stats.PRIOR_OK
+    return float(beta.ppf((1 - level) / 2, a, b)), float(beta.ppf(1 - (1 - level) / 2, a, b))
+
+
 def rerun_factor(p, f: float):
     """R = 1 + f p / (1 - p), for a rate or an array of rate draws. p in [0, 1); f in [0, 1]."""
     if not 0.0 <= f <= 1.0:

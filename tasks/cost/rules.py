@@ -9,8 +9,9 @@
 - p: the fine-tune failed-attempt rate k/n in the window (tasks.cost.inputs says what counts).
 - Price: C uses the window's blended price (each run priced as of its start); today's price, its
   age, its stale flag and the cost at today's price stand beside it, each labelled for what it is.
-- Gap over time: weekly periods (HISTORY_PERIOD_DAYS) ending at the window's end, points at each
-  period's end.
+- Gap over time: the same window (WINDOW_DAYS), stepped back a week at a time (HISTORY_STEP_DAYS)
+  from the window's end; a point sits at its window's end, and the newest point is the overview's
+  figure.
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ from tasks.cost.inputs import Span, latest_run
 from tasks.errors import UserError
 
 WINDOW_DAYS = 30.0  # the cost window: long enough for a weekly schedule to give several runs
-HISTORY_PERIOD_DAYS = 7.0  # one point per week on the gap-over-time charts
+HISTORY_STEP_DAYS = 7.0  # one point per week on the over-time charts, each over a WINDOW_DAYS window
 HISTORY_PERIODS = 104  # two years of weekly points: bounds every chart at any history length
+HISTORY_PERIOD_DAYS = HISTORY_STEP_DAYS  # TODO(lead): old name still used by tasks/alerts; remove at integration
+
+
+def history(end: datetime, window_days: float = WINDOW_DAYS, periods: int = HISTORY_PERIODS) -> Span:
+    """The over-time span: `periods` windows of `window_days`, stepped back a week from `end`."""
+    return Span(end, window_days, periods, HISTORY_STEP_DAYS)
 
 
 def today() -> datetime:

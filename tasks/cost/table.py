@@ -195,6 +195,28 @@ def gap_between_windows(con: duckdb.DuckDBPyConnection, a: str, b: str, window1:
             "changes": detect(con, targets=[a, b], preset=g1["preset"], since=window1[0], until=window2[1])}
 
 
+def leaders(rows: list[dict], figs: dict[tuple, Figure]) -> list[dict]:
+    """Per (period, preset): the cheapest costed target and the runner-up's gap to it with its interval
+    (cheapest = lowest C over the window; ties by name). One row per (period, preset) with a cost."""
+    out = []
+    for key in sorted({(r["period"], r["preset"]) for r in rows}):
+        ranked = cheapest_first([r for r in rows if (r["period"], r["preset"]) == key and r["cost_per_mtok"] is not None])
+        if not ranked:
+            continue
+        best = ranked[0]
+        row = {"period": key[0], "preset": key[1], "cheapest": best["target"], "cost_per_mtok": best["cost_per_mtok"],
+               "cost_lo": best["cost_lo"], "cost_hi": best["cost_hi"], "cost_now_per_mtok": best["cost_now_per_mtok"],
+               "currency": best["currency"], "runner_up": None, "gap": None, "gap_lo": None, "gap_hi": None,
+               "targets": len(ranked)}
+        if len(ranked) > 1:
+            second = ranked[1]
+            g = gap_figure(figs[(key[0], second["target"], key[1])], figs[(key[0], best["target"], key[1])])
+            row.update(runner_up=second["target"], runner_up_cost_per_mtok=second["cost_per_mtok"], gap=g.gap,
+                       gap_lo=g.gap_lo, gap_hi=g.gap_hi)
+        out.append(row)
+    return out
+
+
 def gap_history(rows: list[dict], figs: dict[tuple, Figure], baseline: str) -> list[dict]:
     """The gap of every target against `baseline`, per (period, preset) both costed: one row each, with
     the 90% interval and the three log terms that add up to ln(1 + gap). `rows`/`figs` from `costs`."""

@@ -1,8 +1,9 @@
--- cost_inputs: the cost model's inputs per (period, target, preset) from _cost_runs (cost_priced_runs.sql).
+-- cost_inputs: the cost model's inputs per (period, target, preset) from _cost_runs (cost_priced_runs.sql),
+-- a period being one window of _cost_windows (cost_windows.sql).
 -- Inputs only (tasks/cost/model.py computes p, R, C and the intervals):
 --   runs, tokens_per_s (median: X), price_per_hour (mean of the runs' as-of prices: P), priced_runs;
 --   the price period that priced the latest run (effective_from, last_seen_at, source);
---   attempts / failed_attempts (n, k) in the same period, counted as in `counted` below;
+--   attempts / failed_attempts (n, k) in the same period: the view finetune_attempts says what counts;
 --   cv_within: run-to-run CV of tokens/s within each environment, pooled (weighted by runs) over
 --   environments with >= 2 runs (repeatability, issue 10.4), for the smoothed bootstrap.
 with per_env as (
@@ -17,37 +18,25 @@ cv as (
     where n >= 2
     group by period, target, preset
 ),
-counted as (
-    -- Fine-tune attempts: 'finetune' (the whole step) counts for every preset of the target,
-    -- 'finetune:<preset>' for that preset only ('finetune_ddp:*' multi-GPU tries are kept apart); a
-    -- Prefect probe process that failed or crashed ($prefect_task: no bundle survived to say so) is a
-    -- failed attempt for every preset. skipped / not_applicable / cancelled are not attempts at the work.
-    select a.target, a.state, coalesce(a.started_at, r.started_at) as attempted_at,
-           case when starts_with(a.task, $task || ':') then substr(a.task, length($task) + 2) end as preset
-    from attempts a
-    left join runs r using (run_id)
-    where (a.task = $task or starts_with(a.task, $task || ':')
-           or (a.source = 'prefect' and a.task = $prefect_task and a.state in ('failed', 'crashed')))
-      and a.state not in ('skipped', 'not_applicable', 'cancelled')
-      and ($targets is null or list_contains($targets, a.target))
-),
 att as (
-    -- an attempt's time is its own started_at, else its run's (bundle attempts may not carry one)
-    select target, preset, state,
-           (epoch_us(cast($end as timestamptz)) - epoch_us(attempted_at)) // $period_us as period
-    from counted
-    where attempted_at > $start and attempted_at <= $end
+    -- what counts as a fine-tune attempt is the view finetune_attempts (migration 055); each attempt
+    -- counts in every window of _cost_windows (cost_windows.sql) it falls in
+    select w.period, a.target, a.preset, a.failed
+    from finetune_attempts a
+    join _cost_windows w on a.attempted_at > w.window_start and a.attempted_at <= w.window_end
+    where a.attempted_at > $start and a.attempted_at <= $end
+      and ($targets is null or list_contains($targets, a.target))
 ),
 rel_preset as (
     select period, target, preset, count(*) as attempts,
-           count(*) filter (where state in ('failed', 'crashed')) as failed_attempts
+           count(*) filter (where failed) as failed_attempts
     from att
     where preset is not null
     group by period, target, preset
 ),
 rel_all as (
     select period, target, count(*) as attempts,
-           count(*) filter (where state in ('failed', 'crashed')) as failed_attempts
+           count(*) filter (where failed) as failed_attempts
     from att
     where preset is null
     group by period, target

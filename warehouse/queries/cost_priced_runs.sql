@@ -1,7 +1,6 @@
--- cost_priced_runs: every successful fine-tune run in ($start, $end], priced as of its start, with the
--- period it falls in: period = (end - started_at) // $period_us, so period 0 is ($end - period, $end],
--- period 1 the one before it, and so on ($start = $end - periods * period, set by tasks/cost/inputs.py).
--- A single window is the case of one period. Materialised as temp table _cost_runs.
+-- cost_priced_runs: every successful fine-tune run in ($start, $end], priced as of its start, once per
+-- window of _cost_windows (cost_windows.sql) it falls in (`period`: 0 = the newest window). A single
+-- window is the case of one period. Materialised as temp table _cost_runs.
 -- Price: ASOF JOIN on effective_from (a closed period does not price runs at or after its effective_to);
 -- the price key (provider, region, instance_type, billing_mode) is resolved per target first, so the
 -- ASOF JOIN matches on the target alone. FX: the rate in force on the run's UTC day, from an ASOF JOIN
@@ -20,8 +19,7 @@ target_prices as (
 ),
 ft as (
     select r.run_id, r.target, f.preset, r.started_at, r.environment_id, f.tokens_per_s, f.mfu, f.kwh_per_mtok,
-           f.scaling_efficiency, f.params_total, f.mode, f.n_gpus, f.peak_mem_allocated_gib,
-           (epoch_us(cast($end as timestamptz)) - epoch_us(r.started_at)) // $period_us as period
+           f.scaling_efficiency, f.params_total, f.mode, f.n_gpus, f.peak_mem_allocated_gib
     from runs r
     join finetunes f using (run_id)
     where f.status = 'ok' and f.tokens_per_s > 0
@@ -75,7 +73,7 @@ with_to as (
     left join fx_days ft2 on ft2.currency = $currency and ft2.day = o.run_day
 ),
 final as (
-    select period, run_id, target, preset, started_at, environment_id, tokens_per_s, mfu, kwh_per_mtok,
+    select w.period, run_id, target, preset, started_at, environment_id, tokens_per_s, mfu, kwh_per_mtok,
            scaling_efficiency, params_total, mode, n_gpus, peak_mem_allocated_gib, gpu_count, price_currency,
            price_native, price_effective_from, price_last_seen_at, price_source,
            case
@@ -91,5 +89,6 @@ final as (
            case when price_currency <> 'USD' and from_units_per_usd is null then price_currency
                 else $currency end as fx_missing_currency
     from with_to
+    join _cost_windows w on with_to.started_at > w.window_start and with_to.started_at <= w.window_end
 )
 select * from final

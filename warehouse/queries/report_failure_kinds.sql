@@ -1,12 +1,21 @@
--- Failure kinds per target over all time, with the task that failed most and a sample message.
-with f as (
-    select target, coalesce(error_kind, 'other') as error_kind, task, message
-    from attempts
-    where state in ('failed', 'crashed')
+-- report_failure_kinds: per target, each kind of failed fine-tune attempt in ($start, $end] as a rate of
+-- the target's counted fine-tune attempts there (the attempts that enter p: view finetune_attempts), with
+-- the task that failed most and an example message. Rates, not counts: targets run 30x apart.
+with w as (
+    select * from finetune_attempts where attempted_at > $start and attempted_at <= $end
+),
+totals as (
+    select target, count(*) as attempts from w group by target
+),
+kinds as (
+    select target, error_kind, count(*) as failures, mode(task) as task, any_value(message) as example
+    from w
+    where failed
+    group by target, error_kind
 ),
 final as (
-    select target, error_kind, count(*) as failures, mode(task) as task, any_value(message) as example
-    from f
-    group by target, error_kind
+    select k.target, k.error_kind, k.failures, t.attempts, k.failures / t.attempts::double as rate, k.task, k.example
+    from kinds k
+    join totals t using (target)
 )
-select * from final order by target, failures desc, error_kind
+select * from final order by target, rate desc, error_kind

@@ -1,4 +1,4 @@
--- The latest $limit runs of every target with their fine-tune throughput and attempt counts.
+-- The latest $limit runs of every target with their fine-tune throughput per preset and attempt counts.
 with a as (
     select run_id, count(*) as attempts, count(*) filter (where state in ('failed', 'crashed')) as failed
     from attempts
@@ -6,8 +6,10 @@ with a as (
     group by run_id
 ),
 f as (
-    select run_id, string_agg(preset, ', ' order by seq) as presets, median(tokens_per_s) as tokens_per_s,
-           max(mfu) as mfu, bool_and(coalesce(steady, true)) as steady
+    -- per preset, never averaged across presets (a 1b and an 8b tokens/s are different workloads)
+    select run_id, string_agg(preset || ' ' || coalesce(cast(round(tokens_per_s) as bigint)::varchar, status), '; '
+                              order by seq) as preset_tokens_per_s,
+           bool_and(coalesce(steady, true)) as steady
     from finetunes
     group by run_id
 ),
@@ -19,7 +21,7 @@ ranked as (
     from runs r
 ),
 final as (
-    select k.*, f.presets, f.tokens_per_s, f.mfu, f.steady, coalesce(a.attempts, 0) as attempts,
+    select k.*, f.preset_tokens_per_s, f.steady, coalesce(a.attempts, 0) as attempts,
            coalesce(a.failed, 0) as failed_attempts, p.label as provenance
     from ranked k
     left join f using (run_id)

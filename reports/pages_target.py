@@ -1,0 +1,106 @@
+"""One page per target: its cost and price history, throughput per preset, what changed in its
+environment, the change points found and its newest runs.
+
+    python -c "import duckdb; from reports.data import load; from reports.pages_target import target_pages; print([p.filename for p in target_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
+"""
+
+from __future__ import annotations
+
+from reports import charts, charts_gap
+from reports.data import ReportData, Rows, Section
+from reports.html import Raw, badge, esc
+from reports.page import Page, _section, changes_table, slug
+
+# (column, label) of the environment fields a change is shown for, in reading order
+ENV_FIELDS = (("gpu_name", "GPU"), ("gpu_count", "GPUs"), ("driver", "driver"), ("cuda_runtime", "CUDA"),
+              ("cudnn", "cuDNN"), ("torch", "torch"), ("python", "Python"), ("kernel", "kernel"),
+              ("pcie_gen_current", "PCIe gen"), ("pcie_width_current", "PCIe width"),
+              ("power_limit_w", "power limit (W)"), ("container_image", "image"), ("cpu_model", "CPU"))
+
+
+def environment_changes(envs: Rows) -> Rows:
+    """Each environment of one target as what changed against the one before (the first: in full)."""
+    out, prev = [], None
+    for e in envs:
+        if prev is None:
+            what = "; ".join(f"{label} {e[k]}" for k, label in ENV_FIELDS if e.get(k) is not None) or "nothing recorded"
+        else:
+            what = "; ".join(f"{label} {prev.get(k) if prev.get(k) is not None else '—'} → "
+                             f"{e.get(k) if e.get(k) is not None else '—'}"
+                             for k, label in ENV_FIELDS if e.get(k) != prev.get(k)) or "no field shown here changed"
+        out.append({"first_used_at": e["first_used_at"], "last_used_at": e["last_used_at"], "runs": e["runs"],
+                    "change": what, "environment_id": e["environment_id"]})
+        prev = e
+    return out
+
+
+def _key(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in str(text).lower()).strip("-") or "x"
+
+
+def target_page(data: ReportData, t: dict, i: int) -> Page:
+    name, cur = t["target"], data.currency
+    by = lambda rows: [r for r in rows if r.get("target") == name]  # noqa: E731
+    p = Page(slug(name), f"Target {name}",
+             " · ".join(str(v) for v in (t.get("provider"), t.get("region"), t.get("instance_type"), t.get("gpu_model"))
+                        if v) or "A target first seen in a bundle (not configured in targets.toml).")
+    hist = by(data.history.rows)
+    presets = sorted({r["preset"] for r in hist})
+    p.h2("Cost and price history")
+
+    def cost() -> str:
+        priced = [r for r in hist if r.get("cost_per_mtok") is not None]
+        charts_html = [p.chart(f"t{i}-cost-{_key(s)}", lambda s=s: charts_gap.cost_lines(
+            [r for r in priced if r["preset"] == s], s, cur, data.colors), f"{s}: cost per week, 90% band.",
+            rows=[{k: r[k] for k in ("period_end", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour",
+                                     "tokens_per_s", "R")} for r in priced if r["preset"] == s])
+                       for s in sorted({r["preset"] for r in priced})]
+        prices = [{"period_end": r["period_end"], "target": name, "price_per_hour": r["price_per_hour"]}
+                  for r in hist if r["preset"] == presets[0] and r.get("price_per_hour") is not None]
+        if prices:
+            charts_html.append(p.chart(f"t{i}-price", lambda: charts.price_steps(prices, cur, data.colors),
+                                       "The blended price per instance-hour each week used.", rows=prices))
+        changes = [r for r in data.price_changes.rows if r["target"] == name]
+        table = p.table(f"t{i}-price-changes", [("changed_at", "Effective from"), ("previous_price", "Before (per hour)"),
+                                               ("price_per_hour", "After (per hour)"), ("currency", "Currency"),
+                                               ("source", "Source")], changes,
+                        numeric=("previous_price", "price_per_hour")) if changes else \
+            '<p class="empty">No price change recorded for this target.</p>'
+        return '<div class="row">' + "".join(f"<div>{c}</div>" for c in charts_html) + "</div>" + table
+
+    p.card(_section(Section(rows=hist), cost, "weeks with runs",
+                    none="No successful fine-tune run yet, so no cost per token (see Runs below)."))
+    p.h2("Throughput per preset")
+    p.card(_section(Section(rows=hist), lambda: '<div class="row">' + "".join(
+        "<div>" + p.chart(f"t{i}-x-{_key(s)}", lambda s=s: charts.throughput_lines(
+            [r for r in hist if r["preset"] == s], s, data.colors), f"{s}: median tokens/s per week.",
+            rows=[{k: r[k] for k in ("period_end", "preset", "tokens_per_s", "runs")} for r in hist if r["preset"] == s])
+        + "</div>" for s in presets) + "</div>", "fine-tune runs"))
+    p.h2("What changed in its environment")
+    envs = environment_changes(by(data.env_history.rows))
+    p.card(_section(Section(rows=envs), lambda: p.table(
+        f"t{i}-environments", [("first_used_at", "First used"), ("last_used_at", "Last used"), ("runs", "Runs"),
+                               ("change", "Environment (first: in full; then only what changed)")],
+        envs, numeric=("runs",)), "environments"))
+    ch = by(data.changes.rows)
+    p.h2("Throughput shifts found")
+    p.card(_section(Section(rows=ch), lambda: changes_table(p, f"t{i}-shifts", ch),
+                    "significant change-point findings for this target"))
+    runs = by(data.runs.rows)
+    p.h2("Runs")
+
+    def run_table() -> str:
+        rows = [dict(r, run_id=Raw(f'<span class="mono">{esc(str(r["run_id"])[:12])}</span>', sort=r["run_id"]),
+                     steady=badge("unstable", "warn") if r.get("steady") is False else r.get("steady"),
+                     provenance=badge(r["provenance"], "warn") if r.get("provenance") else "measured") for r in runs]
+        return (f"<p>{esc(runs[0]['total'])} run(s); newest {len(rows)} shown.</p>" + p.table(
+            f"t{i}-runs", [("started_at", "Started"), ("run_id", "Run"), ("profile", "Profile"), ("status", "Status"),
+                           ("preset_tokens_per_s", "Tokens/s per preset"), ("steady", "Steady"),
+                           ("attempts", "Attempts"), ("failed_attempts", "Failed"), ("provenance", "Data")],
+            rows, numeric=("attempts", "failed_attempts")))
+    p.card(_section(Section(rows=runs), run_table, "runs"))
+    return p
+
+
+def target_pages(data: ReportData) -> list[Page]:
+    return [target_page(data, t, i) for i, t in enumerate(data.targets)]
