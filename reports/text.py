@@ -8,9 +8,11 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-# The headline columns, in order (tasks.cost.table.cost_table's names; missing ones are left out).
-HEADLINE_COLUMNS = ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "currency",
-                    "tokens_per_s", "p", "R", "runs", "attempts", "failed_attempts", "price_stale")
+# The headline columns, in order (tasks.cost.table's names; missing ones are left out): the window's
+# cost with its interval and price, today's price and the cost at it, then X, p = k/n and R.
+HEADLINE_COLUMNS = ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "currency", "price_per_hour",
+                    "price_now_per_hour", "cost_now_per_mtok", "price_stale", "tokens_per_s", "p",
+                    "failed_attempts", "attempts", "R", "runs")
 
 
 def _cell(v: Any) -> str:
