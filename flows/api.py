@@ -15,12 +15,11 @@ that says what to do. With PREFECT_API_URL set, the server there must answer its
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Callable
 
-from tasks.errors import UserError
+from warehouse.db import env_seconds
 
 START_TIMEOUT_S = 300.0  # a cold PREFECT_HOME took up to ~60 s under load here; 5x that before giving up
 START_TIMEOUT_ENV = "COSTGAP_API_START_TIMEOUT_S"
@@ -30,19 +29,6 @@ HEALTH_TIMEOUT_S = 10.0  # a running server answers /health in milliseconds
 
 class ApiUnavailable(RuntimeError):
     """No Prefect API could be reached or started; the message says what to do (exit 1)."""
-
-
-def _start_timeout() -> float:
-    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return START_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UserError(f"{START_TIMEOUT_ENV}={raw!r}: expected a number of seconds") from None
-    if value <= 0:
-        raise UserError(f"{START_TIMEOUT_ENV}={raw!r}: expected seconds > 0")
-    return value
 
 
 def _check_remote(url: str) -> None:
@@ -73,7 +59,7 @@ def ensure_api(progress: Callable[[str], None] | None = print) -> str:
     server = SubprocessASGIServer()
     if server.running:
         return server.api_url
-    timeout = _start_timeout()
+    timeout = env_seconds(START_TIMEOUT_ENV, START_TIMEOUT_S, allow_zero=False)
     t0 = time.monotonic()
     done = threading.Event()
 

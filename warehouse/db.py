@@ -88,17 +88,22 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return applied
 
 
-def _timeout(timeout_s: float) -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+def env_seconds(name: str, default: float, *, allow_zero: bool = True) -> float:
+    """A number of seconds from environment variable `name`, else `default`; a bad value is a user error."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return timeout_s
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise UserError(f"{TIMEOUT_ENV}={raw!r}: expected a number of seconds") from None
-    if value < 0:
-        raise UserError(f"{TIMEOUT_ENV}={raw!r}: expected seconds >= 0")
+        raise UserError(f"{name}={raw!r}: expected a number of seconds") from None
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UserError(f"{name}={raw!r}: expected seconds {'>=' if allow_zero else '>'} 0")
     return value
+
+
+def _timeout(timeout_s: float) -> float:
+    return env_seconds(TIMEOUT_ENV, timeout_s)
 
 
 def _is_lock_error(e: Exception) -> bool:
