@@ -31,6 +31,7 @@ from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import settings
+from flows.alerts import after_landing
 from flows.probe import probe
 from flows.report import report_and_artifacts
 from flows.write_slot import ensure_write_limit, slot_name, writer
@@ -181,6 +182,7 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     summary = {"status": status, "message": message, "warehouse": warehouse, "site": site,
                "results": results, "outcomes": [fanout.outcome_dict(o) for o in outcomes]}
     summary.update(report_and_artifacts(warehouse, site, fanout.outcomes_markdown(outcomes), message))
+    summary["alerts"] = after_landing(warehouse, summary["index"] or site, "compare")  # events for what changed
     if summary["errors"]:  # the bundles landed, but the report is stale: say so in the state
         status = "partial" if status == "completed" else status
         message = f"{message}; {'; '.join(summary['errors'])}"

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from tasks.alerts import AlertConfig, recent
 from tasks.cost import rules
 from tasks.cost.changepoint import detect
 from tasks.cost.derived import tier_recommendations
@@ -101,6 +102,20 @@ class ReportData:
     colors: dict[str, str] = field(default_factory=dict)  # one fixed colour per target, every chart
     events: Rows = field(default_factory=list)  # price and environment changes, labelled, for the charts
     currency: str = "USD"
+    # what changed lately: the alerts' own decisions (tasks.alerts.recent), so the site and the alerts agree
+    recent_changes: Section = field(default_factory=Section)
+
+
+def alert_config(cfg: ReportConfig) -> AlertConfig:
+    """The alerts' decisions on the report's figures: same window, currency, billing mode and baseline."""
+    return AlertConfig(cost=CostOptions(billing=cfg.billing, currency=cfg.currency), window_days=cfg.window_days,
+                       baseline=cfg.baseline)
+
+
+def recent_changes(con, cfg: ReportConfig, today: datetime) -> Section:
+    """The overview's "Recent changes" list: tasks.alerts.recent, with what could not be decided as a note."""
+    rows, errors = recent(con, alert_config(cfg), now=today)
+    return Section(rows=rows, extra={"errors": errors})
 
 
 def _sql(con, name: str, params: dict | None = None) -> Section:
@@ -254,4 +269,5 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         colors=target_colors(known),
         events=events(price_changes.rows, env_changes.rows),
         currency=cfg.currency,
+        recent_changes=recent_changes(con, cfg, today),
     )

@@ -61,6 +61,8 @@ def overview(data: ReportData) -> Page:
     p.h2("The answer, per preset")
     p.card(_section(data.leaders, lambda: "".join(f'<p class="headline">{story.headline(r, data.window)}</p>'
                                                   for r in data.leaders.rows), "priced runs"))
+    p.h2("Recent changes")
+    p.card(_recent(p, data.recent_changes))
     base_presets = {r["preset"] for r in data.cost.rows if r.get("is_baseline")}
 
     def costs() -> str:
@@ -102,6 +104,26 @@ def overview(data: ReportData) -> Page:
               runs_labelled=badge(str(t["runs_labelled"]), "warn") if t.get("runs_labelled") else 0) for t in data.targets],
         numeric=("gpu_count", "runs", "runs_labelled")), "targets"))
     return p
+
+
+RECENT_KIND = {"cheapest": "cheapest changed", "gap": "gap shifted", "failed": "target failed",
+               "price": "price changed", "quarantined": "data refused"}
+
+
+def _recent(p: Page, sec: Section) -> str:
+    """The alerts' decisions, newest first (reports.data.recent_changes): what a notification said or would say."""
+    notes = "".join(f'<p class="empty">{esc(e)}</p>' for e in sec.extra.get("errors", []))
+    if not sec.rows:
+        return notes + '<p class="empty">no changes in the recent windows: the cheapest target held, no gap left ' \
+                       "its interval, no target failed, no price changed and no data was refused</p>"
+    rows = [{"at": r["at"], "kind": badge(RECENT_KIND[r["kind"]], "bad" if r["kind"] in ("failed", "quarantined")
+                                          else "warn"),
+             "target": _target_link(r["target"]) if r["target"] else None, "preset": r["preset"],
+             "summary": r["summary"]} for r in sec.rows]
+    return notes + p.table("overview-recent", [("at", "When"), ("kind", "What"), ("target", "Target"),
+                                               ("preset", "Preset"), ("summary", "Change")], rows,
+                           csv=[{k: r[k] for k in ("at", "event", "kind", "target", "preset", "summary")}
+                                for r in sec.rows])
 
 
 def _tiers(p: Page, rows: Rows, cur: str) -> str:

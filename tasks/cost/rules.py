@@ -26,7 +26,6 @@ from tasks.errors import UserError
 WINDOW_DAYS = 30.0  # the cost window: long enough for a weekly schedule to give several runs
 HISTORY_STEP_DAYS = 7.0  # one point per week on the over-time charts, each over a WINDOW_DAYS window
 HISTORY_PERIODS = 104  # two years of weekly points: bounds every chart at any history length
-HISTORY_PERIOD_DAYS = HISTORY_STEP_DAYS  # TODO(lead): old name still used by tasks/alerts; remove at integration
 
 
 def history(end: datetime, window_days: float = WINDOW_DAYS, periods: int = HISTORY_PERIODS) -> Span:

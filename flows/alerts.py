@@ -1,0 +1,213 @@
+"""Tell people when it matters: emit costgap's events after landing; apply and test the automations.
+
+    costgap alerts apply --block slack-webhook/costgap-alerts
+    costgap alerts test --block slack-webhook/costgap-alerts
+    .venv/bin/pytest -q -m slow tests/test_alerts_notify.py
+
+`after_landing(warehouse, site, source)` is the one call the compare and prices flows make once their
+writes are done: inside the warehouse's write slot (so two flows never tell the same change twice) it
+asks tasks.alerts what is news, emits one Prefect event per alert (`prefect.events.emit_event`, resource
+`costgap.target.<id>`, figures and the report's link in the payload) and records what it emitted in
+alerts_sent. It never fails the flow that called it: a failure is logged and returned.
+Automations (deploy/automations/*.yaml) turn the events into notifications on the Prefect server:
+`apply_automations` creates or updates them by name; `send_samples` renders each one's message for a
+sample event with the server's own template renderer and sends it through the block.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from flows import settings
+from flows.write_slot import writer
+from tasks.alerts import AlertConfig, pending, record
+from tasks.alerts.automations import DEFAULT_FILE, NOTIFY, block_name, blocks_needed, expected_event, fill, load_spec
+from tasks.errors import UserError
+
+SITE_LINK_ENV = "COSTGAP_SITE_LINK"  # the report's address people open (the site may be published to s3://)
+
+
+def site_link(site: str | None) -> str:
+    """The report's address for a message: $COSTGAP_SITE_LINK, else the site's index.html (a file:// URI
+    for a directory)."""
+    given = os.environ.get(SITE_LINK_ENV, "").strip()
+    if given:
+        return given
+    site = site or settings.site_url(None)
+    if "://" in site:
+        return site if site.endswith(".html") else site.rstrip("/") + "/index.html"
+    path = Path(site).resolve()
+    return (path if path.suffix == ".html" else path / "index.html").as_uri()
+
+
+def emit_changes(warehouse: str, link: str | None, source: str, cfg: AlertConfig | None = None,
+                 now: datetime | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """Emit one event per alert that is news, and record what was emitted (module docstring)."""
+    from prefect.events import emit_event
+
+    now = now or datetime.now(timezone.utc)
+    with writer(warehouse, progress=progress) as con:
+        alerts, ev = pending(con, cfg or AlertConfig(), now, link)
+        ids = []
+        for a in alerts:
+            sent = emit_event(event=a.event, resource=a.resource, related=a.related_resources, payload=a.payload)
+            ids.append(str(sent.id) if sent is not None else None)
+        told = [(a, i) for a, i in zip(alerts, ids) if i]
+        record(con, [a for a, _ in told], now, source, [i for _, i in told])
+    return {"emitted": [f"{a.event}: {a.summary}" for a, _ in told],
+            "not_emitted": [f"{a.event}: {a.summary}" for a, i in zip(alerts, ids) if not i],
+            "errors": ev.errors}
+
+
+@task(name="alerts", cache_policy=NO_CACHE)
+def notify_changes(warehouse: str, site: str | None, source: str) -> dict:
+    """The alerts after a flow's writes: emit what is news, log each one."""
+    log = get_run_logger()
+    out = emit_changes(warehouse, site_link(site), source)
+    for line in out["emitted"]:
+        log.info("alert: %s", line)
+    for line in out["not_emitted"]:
+        log.warning("alert not emitted (Prefect events are off here; it is kept for the next run): %s", line)
+    for line in out["errors"]:
+        log.error("%s", line)
+    if not out["emitted"]:
+        log.info("alerts: nothing new to tell")
+    return out
+
+
+def after_landing(warehouse: str, site: str | None, source: str) -> dict:
+    """notify_changes as a task of the calling flow; a failure is returned (and logged), never raised."""
+    state = notify_changes(warehouse, site, source, return_state=True)
+    if state.is_completed():
+        return state.result()
+    return {"emitted": [], "not_emitted": [], "errors": [f"alerts failed: {state.message}"]}
+
+
+# -- automations on the server ------------------------------------------------------------------------------
+
+def _require_server() -> str:
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.api import ensure_api
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise UserError("PREFECT_API_URL is not set: automations and notification blocks live on a Prefect "
+                        "server (prefect server start, or the team's server); set PREFECT_API_URL to its /api URL")
+    ensure_api(None)
+    return url
+
+
+def resolve_block(client, name: str):
+    """The notification block document called `name` (`<type slug>/<name>`, or a bare name that is unique)."""
+    slug, _, bare = name.rpartition("/")
+    docs = [d for d in client.read_block_documents(include_secrets=False) if not d.is_anonymous]
+    notify = [d for d in docs if d.block_schema and "notify" in (d.block_schema.capabilities or [])]
+    found = [d for d in notify if d.name == bare and (not slug or d.block_type.slug == slug)]
+    if len(found) == 1:
+        return found[0]
+    known = ", ".join(sorted(f"{d.block_type.slug}/{d.name}" for d in notify)) or "none"
+    if found:
+        raise UserError(f"notification block {name!r}: {len(found)} blocks have that name; name one as "
+                        f"<type>/<name>: {', '.join(sorted(d.block_type.slug + '/' + d.name for d in found))}")
+    other = [d for d in docs if d.name == bare]
+    why = (f"{other[0].block_type.slug}/{bare} exists but cannot send notifications" if other
+           else "no such block on this server")
+    raise UserError(f"notification block {name!r}: {why}; notification blocks here: {known}. Create one "
+                    "(docs/deploy.md, section Alerts) or pass --block")
+
+
+def _same(existing, wanted) -> bool:
+    from prefect.events.schemas.automations import AutomationCore
+
+    return (AutomationCore.model_validate(existing.model_dump()).model_dump(mode="json")
+            == wanted.model_dump(mode="json"))
+
+
+def apply_automations(path: str = DEFAULT_FILE, block: str | None = None,
+                      progress: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
+    """Create or update every automation of the file on the server, by name; returns (name, what happened).
+    Running it twice changes nothing the second time ('unchanged')."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.schemas.automations import AutomationCore
+    from prefect.server.utilities.user_templates import validate_user_template
+    from pydantic import ValidationError
+
+    spec = load_spec(path)
+    _require_server()
+    say = progress or (lambda _line: None)
+    out = []
+    with get_client(sync_client=True) as client:
+        ids = {name: resolve_block(client, name).id for name in blocks_needed(spec, block)}
+        for doc in fill(spec, ids, block):
+            where = f"automation file {spec.path}, automation {doc['name']!r}"
+            for act in doc["actions"]:
+                for f in ("subject", "body") if act.get("type") == NOTIFY else ():
+                    try:
+                        validate_user_template(act[f])
+                    except Exception as e:  # jinja2's syntax errors, Prefect's loop limits
+                        raise UserError(f"{where}: field '{f}': not a valid message template ({e})") from None
+            try:
+                wanted = AutomationCore.model_validate(doc)
+            except ValidationError as e:
+                first = e.errors()[0]
+                raise UserError(f"{where}: field '{'.'.join(map(str, first['loc']))}': {first['msg']}") from None
+            existing = client.read_automations_by_name(wanted.name)
+            if not existing:
+                client.create_automation(wanted)
+                what = "created"
+            elif _same(existing[0], wanted):
+                what = "unchanged"
+            else:
+                client.update_automation(existing[0].id, wanted)
+                what = "updated"
+            for dup in existing[1:]:  # made by hand or by an older apply: one automation per name
+                client.delete_automation(dup.id)
+                what += f", {len(existing) - 1} duplicate(s) removed"
+            say(f"  {what}: {wanted.name}")
+            out.append((wanted.name, what))
+    return out
+
+
+def send_samples(path: str = DEFAULT_FILE, block: str | None = None, link: str | None = None,
+                 progress: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
+    """Render each automation's message for a sample of its event and send it through its block, as the
+    server would; returns (event, subject) per message sent."""
+    from prefect.blocks.core import Block
+    from prefect.client.orchestration import get_client
+    from prefect.events.schemas.events import Event
+    from prefect.server.utilities.user_templates import render_user_template_sync
+
+    from tasks.alerts.samples import samples
+
+    spec = load_spec(path)
+    _require_server()
+    say = progress or (lambda _line: None)
+    by_event = {a.event: a for a in samples(link or site_link(None))}
+    blocks: dict[str, Block] = {}
+    out = []
+    with get_client(sync_client=True) as client:
+        for auto in spec.automations:
+            sample = by_event[expected_event(auto, f"automation {auto['name']!r}")]
+            event = Event(event=sample.event, resource=sample.resource, related=sample.related_resources,
+                          payload=sample.payload)
+            for act in (a for a in auto["actions"] if isinstance(a, dict) and a.get("type") == NOTIFY):
+                name = block_name(spec, block, act)
+                if name not in blocks:
+                    doc = resolve_block(client, name)
+                    blocks[name] = Block.load(f"{doc.block_type.slug}/{doc.name}")
+                subject, body = (render_user_template_sync(act[f], {"event": event}) for f in ("subject", "body"))
+                try:
+                    blocks[name].notify(body=body, subject=subject)
+                except Exception as e:  # the block's service refused or could not be reached
+                    raise RuntimeError(f"block {name!r} could not send the {sample.event} sample: "
+                                       f"{type(e).__name__}: {e}") from None
+                say(f"  sent: {sample.event} via {name}: {subject}")
+                out.append((sample.event, subject))
+    return out
