@@ -194,14 +194,26 @@ def test_fx_rates_are_dated_and_a_missing_rate_is_an_error(tmp_path):
 
 
 def test_shipped_example_books_and_rates_import(tmp_path):
+    from tasks.pricing import config
+
     con = warehouse(tmp_path / "w.duckdb")
     repo = Path(__file__).parent.parent
-    assert fx.import_fx(con, str(repo / "deploy" / "fx_rates.csv"))["new"] > 0
-    for path in sorted((repo / "deploy" / "prices").glob("*.*")):
+    assert fx.import_fx(con, str(repo / "deploy" / "fx_rates.csv"))["new"] == 20  # the ECB's 2026-10-30 rates
+    books = sorted((repo / "deploy" / "prices").rglob("*.csv")) + sorted((repo / "deploy" / "prices").rglob("*.yaml"))
+    assert [p.relative_to(repo).as_posix() for p in books] == [
+        "deploy/prices/examples/illustrative-cn.csv", "deploy/prices/lambda.csv",
+        "deploy/prices/examples/contract-example.yaml"]
+    for path in books:
         s = import_source(con, PriceBookFile(str(path), "yaml" if path.suffix == ".yaml" else "csv"))
         assert s.rows_new > 0
+        if "examples" in path.parts:  # offline examples say what they are on every row
+            assert {r[0].startswith("ILLUSTRATIVE") for r in con.execute(
+                "select source from prices where import_id = ?", [s.import_id]).fetchall()} == {True}
     assert con.execute("select count(*) from prices where original_period = 'year'").fetchall() == [(1,)]
     assert not con.execute("select count(*) from prices where source = ''").fetchall()[0][0]
+    cfg = config.load(str(repo / "deploy" / "prices" / "sources.toml"))  # the real sources, configured
+    assert cfg.daily.sources == ["alibaba", "tencent", "azure-gpu"] and cfg.daily.fx == ["ecb"]
+    assert cfg.tencent.zones["ap-guangzhou"] and cfg.tencent.image_id
 
 
 def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
@@ -222,7 +234,7 @@ def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
                  ["prices", "import", str(Path(__file__).parent.parent / "deploy" / "fx_rates.csv"), "--format", "fx"]):
         got = runner.invoke(app, [*args, "--warehouse", wh, "--results", results])
         assert got.exit_code == 0, got.output
-    assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl"))) == 3  # the repeat is not archived
+    assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl*"))) == 3  # the repeat is not archived
     listing = runner.invoke(app, ["prices", "list", "--all", "--warehouse", wh]).output
     assert "lambda/europe-central-1/gpu_1x_h100_sxm5 on_demand: 3.2900 USD/h (3.29/hour) 2026-01-01..2026-02-01" in listing
     con = warehouse(wh)
@@ -232,3 +244,35 @@ def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
     assert fresh.execute(strip.format("prices")).fetchall() == con.execute(strip.format("prices")).fetchall()
     assert fresh.execute("select * from fx_rates order by all").fetchall() == con.execute(
         "select * from fx_rates order by all").fetchall()
+
+
+def test_prices_list_flags_stale_prices_with_the_cost_models_rule(tmp_path):
+    """`costgap prices list` shows each open price's age and STALE past CostOptions.stale_after_days,
+    judged at --on (the same rules.price_age_days + model.is_stale as `costgap gap` and the report)."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from tasks.cost.model import STALE_AFTER_DAYS
+
+    wh = tmp_path / "w.duckdb"
+    con = warehouse(wh)
+    import_rows(con, [_row(3.0, end=JAN + timedelta(days=10)), _row(2.5, start=JAN + timedelta(days=10))],
+                source_kind="test", source="stale test", fetched_at=JAN + timedelta(days=10))
+    # each row's last_seen_at is its fetched_at: the open one was last confirmed on 2026-01-11
+    con.close()
+    runner = CliRunner()
+    limit = int(STALE_AFTER_DAYS)
+
+    def listing(on: date) -> list[str]:
+        got = runner.invoke(app, ["prices", "list", "--all", "--on", on.isoformat(), "--warehouse", str(wh)])
+        assert got.exit_code == 0, got.output
+        return got.output.splitlines()
+
+    closed, current = listing(date(2026, 1, 11) + timedelta(days=limit))
+    assert "2026-01-01..2026-01-11 closed  [test row]" in closed
+    assert current.endswith(f"2026-01-11..open confirmed {limit} d ago  [test row]")  # at the limit: not stale
+    current = listing(date(2026, 1, 11) + timedelta(days=limit + 1))[1]
+    assert current.endswith(f"2026-01-11..open confirmed {limit + 1} d ago STALE  [test row]")
+    bad = runner.invoke(app, ["prices", "list", "--on", "yesterday", "--warehouse", str(wh)])
+    assert isinstance(bad.exception, PriceError)  # a UserError: flows.cli.main exits 2 with it
+    assert "--on: field 'on' = 'yesterday': expected an ISO date or time" in str(bad.exception)

@@ -23,7 +23,10 @@ SECRET = "cgsecret" + secrets.token_hex(12)
 # The usual places a price-API or storage credential sits in a process environment.
 CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY",
                    "AZURE_CLIENT_SECRET", "GOOGLE_APPLICATION_CREDENTIALS", "COSTGAP_PRICE_API_KEY",
-                   "HF_TOKEN", "COSTGAP_S3_SECRET")
+                   "HF_TOKEN", "COSTGAP_S3_SECRET",
+                   # the cloud price SDKs' standard variables (tasks/pricing/alibaba.py, tencent.py)
+                   "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN",
+                   "TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
 FAST_SKIP = "finetune,storage,gemm_sustained,feed,hostdev"  # the real probe, minus its slow parts
 
 
@@ -124,3 +127,92 @@ def test_compare_flow_logs_hold_no_secret(tmp_path):
         db.close()
     assert _grep_warehouse(tmp_path / "wh.duckdb") == []
     assert _grep_tree(tmp_path / "site") == [] and _grep_tree(tmp_path / "results") == []
+
+
+def _refused_alibaba(tmp_path: Path) -> Path:
+    """The recorded Alibaba answers with every call refused by SignatureDoesNotMatch, whose real message
+    quotes the string to sign, AccessKeyId included (tests/fixtures/alibaba/README.md)."""
+    import json
+    import shutil
+
+    d = tmp_path / "alibaba-refused"
+    shutil.copytree(REPO / "tests" / "fixtures" / "alibaba", d)
+    index = json.loads((d / "index.json").read_text())
+    (d / "index.json").write_text(json.dumps({k: ["errors/signature.json"] for k in index}))
+    return d
+
+
+@pytest.mark.slow
+def test_cloud_price_credentials_reach_no_output(tmp_path):
+    """`costgap prices refresh --source alibaba|tencent` with the SDKs' key variables planted: one landing,
+    one refused key (the provider's message quotes it), then stdout, stderr, warehouse and results."""
+    env, logs = _env(), []
+    wh, results = tmp_path / "wh.duckdb", tmp_path / "results"
+    targets = tmp_path / "targets.toml"
+    targets.write_text('[[target]]\nid = "ali"\nprovider = "alibaba"\nregion = "cn-hangzhou"\n'
+                       'instance_type = "ecs.gn7i-c8g1.2xlarge"\n'
+                       '[[target]]\nid = "tc"\nprovider = "tencent"\nregion = "ap-guangzhou"\n'
+                       'instance_type = "GN10Xp.2XLARGE40"\n')
+    common = ["--targets-file", str(targets), "--warehouse", str(wh), "--results", str(results)]
+    runs = [(["tencent", "--replay", str(REPO / "tests" / "fixtures" / "tencent")], 0),
+            (["alibaba", "--replay", str(_refused_alibaba(tmp_path))], 1)]
+    for args, expected in runs:
+        r = subprocess.run([sys.executable, "-m", "flows.cli", "prices", "refresh", "--source", *args, *common],
+                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        logs += [r.stdout, r.stderr]
+        assert r.returncode == expected, r.stdout + r.stderr
+    assert "SignatureDoesNotMatch" in logs[-1] and "AccessKeyId%3D***" in logs[-1]  # the refusal, redacted
+    assert [i for i, text in enumerate(logs) if SECRET in text] == []
+    assert _grep_warehouse(wh) == [] and _grep_tree(results) == []
+
+
+@pytest.mark.slow
+def test_cloud_price_secret_blocks_reach_no_flow_log_or_artifact(tmp_path):
+    """The prices flow reads the key pair from Prefect Secret blocks: neither its logs nor its artifact
+    on the API, nor the warehouse or results, hold the values, even when the provider's message quotes one."""
+    import asyncio
+
+    from prefect.blocks.system import Secret
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, LogFilter, LogFilterFlowRunId
+
+    from flows.prices import refresh_prices
+
+    for name in ("secrettest-ali-id", "secrettest-ali-secret", "secrettest-tc-id", "secrettest-tc-secret"):
+        Secret(value=SECRET).save(name, overwrite=True)
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[daily]\nsources = []\n'
+                       '[alibaba]\nbackoff_s = 0\n'
+                       'secret_blocks = { key_id = "secrettest-ali-id", secret = "secrettest-ali-secret" }\n'
+                       '[tencent]\nbackoff_s = 0\nimage_id = "img-487zeit5"\n'
+                       'secret_blocks = { key_id = "secrettest-tc-id", secret = "secrettest-tc-secret" }\n'
+                       '[tencent.zones]\n"ap-guangzhou" = "ap-guangzhou-3"\n')
+    targets = tmp_path / "targets.toml"
+    targets.write_text('[[target]]\nid = "ali"\nprovider = "alibaba"\nregion = "cn-hangzhou"\n'
+                       'instance_type = "ecs.gn7i-c8g1.2xlarge"\n'
+                       '[[target]]\nid = "tc"\nprovider = "tencent"\nregion = "ap-guangzhou"\n'
+                       'instance_type = "GN10Xp.2XLARGE40"\n')
+    wh, results = tmp_path / "wh.duckdb", tmp_path / "results"
+    state = refresh_prices(names=["alibaba", "tencent"], warehouse=str(wh), results=str(results),
+                           replay={"alibaba": str(_refused_alibaba(tmp_path)),
+                                   "tencent": str(REPO / "tests" / "fixtures" / "tencent")},
+                           sources_file=str(sources), targets_file=str(targets), return_state=True)
+    assert state.is_failed() and "SignatureDoesNotMatch" in str(state.message)
+    assert SECRET not in str(state.message)
+    run_id = state.state_details.flow_run_id
+
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all()  # logs are sent in batches: every one of this run's is stored before the search
+
+    async def stored():
+        async with get_client() as client:
+            logs = await client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))
+            arts = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+        return [log.message for log in logs], [str(a.data) for a in arts]
+
+    logs, artifacts = asyncio.run(stored())
+    assert logs and artifacts  # the run logged and published its summary: both searched
+    assert [m for m in logs + artifacts if SECRET in m] == []
+    assert _grep_warehouse(wh) == [] and _grep_tree(results) == []

@@ -5,12 +5,14 @@
 
 Bundles are the source of truth for measurements; prices are not in bundles, so each import that
 is not an identical repeat is written to <store>/_prices/<imported_at>-<import_id>.jsonl (a header line, then
-one line per row). The suffix is .jsonl so bundle landing (*.json) never mistakes one for a bundle.
+one line per row); FX imports hold only the rates they added, gzipped (.jsonl.gz: the first ECB history
+is ~130,000 rates). The suffix is never .json, so bundle landing never mistakes one for a bundle.
 Replaying the files in name order through the same import logic rebuilds the same periods.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import uuid
 from datetime import date, datetime, timezone
@@ -32,8 +34,9 @@ def _write(results_url: str, name: str, lines: list[dict]) -> str:
     fs, folder = _fs(results_url)
     fs.makedirs(folder, exist_ok=True)
     final, tmp = f"{folder}/{name}", f"{folder}/.{name}.{uuid.uuid4().hex}.part"
-    with fs.open(tmp, "w") as fh:
-        fh.write("".join(json.dumps(line, sort_keys=True, default=str) + "\n" for line in lines))
+    text = "".join(json.dumps(line, sort_keys=True, default=str) + "\n" for line in lines)
+    with fs.open(tmp, "wb") as fh:
+        fh.write(gzip.compress(text.encode(), mtime=0) if name.endswith(".gz") else text.encode())
     fs.mv(tmp, final)
     return final
 
@@ -62,7 +65,7 @@ def archive_fx(results_url: str, rows: list[tuple], new: int) -> str | None:
         return None
     head = {"kind": "fx", "version": ARCHIVE_VERSION}
     body = [{"currency": c, "rate_date": d.isoformat(), "units_per_usd": r, "source": s} for c, d, r, s, _ in rows]
-    return _write(results_url, f"{_stamp()}-fx-{uuid.uuid4().hex[:8]}.jsonl", [head, *body])
+    return _write(results_url, f"{_stamp()}-fx-{uuid.uuid4().hex[:8]}.jsonl.gz", [head, *body])
 
 
 def replay_imports(con, results_url: str) -> str:
@@ -73,11 +76,13 @@ def replay_imports(con, results_url: str) -> str:
     fs, folder = _fs(results_url)
     if not fs.exists(folder):
         return "no archived price imports"
-    names = sorted(p for p in fs.ls(folder, detail=False) if p.endswith(".jsonl") and "/." not in p)
+    names = sorted(p for p in fs.ls(folder, detail=False) if p.endswith((".jsonl", ".jsonl.gz")) and "/." not in p)
     prices = fxs = periods = 0
     for path in names:
-        with fs.open(path, "r") as fh:
-            lines = [json.loads(line) for line in fh if line.strip()]
+        with fs.open(path, "rb") as fh:
+            raw = fh.read()
+        text = (gzip.decompress(raw) if path.endswith(".gz") else raw).decode("utf-8")
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
         head, body = lines[0], lines[1:]
         if head.get("version") != ARCHIVE_VERSION:
             raise PriceError(f"{path}: archive version {head.get('version')!r}: expected {ARCHIVE_VERSION}")

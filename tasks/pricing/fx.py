@@ -1,6 +1,7 @@
 """Dated FX rates (table fx_rates): report every cost in one currency; a missing rate is an error.
 
-    costgap prices import deploy/fx_rates.csv --format fx
+    costgap fx import deploy/fx_rates.csv --format csv      # same as: costgap prices import FILE --format fx
+    costgap fx refresh --source ecb                           # the ECB's daily reference rates (tasks/pricing/ecb.py)
 
 Rates pivot on USD: `units_per_usd` is how many units of the currency one USD buys on `rate_date`, and a
 rate applies from its date until the next one (an ASOF join in warehouse/queries/cost_runs.sql).
@@ -16,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
 from tasks.pricing.base import CURRENCIES, PriceError
 
@@ -62,10 +64,13 @@ def read_fx_csv(path: str) -> list[tuple[str, date, float, str, str]]:
 
 
 def insert_rates(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> dict:
-    """Land validated rates; an existing (currency, date) with another rate is rejected naming both."""
+    """Land validated rates (currency, rate_date, units_per_usd, source, where): only the (currency, date)
+    pairs the table does not hold yet, in one transaction. A pair stored with another rate is rejected,
+    naming both, and nothing lands. Returns counts and `landed`, the rows inserted (for the archive)."""
     have = {(c, d): (r, s) for c, d, r, s in con.execute(
         "select currency, rate_date, units_per_usd, source from fx_rates").fetchall()}
-    new, same, seen = {}, 0, {}
+    new: dict[tuple, tuple] = {}
+    same, seen = 0, {}
     for cur, day, rate, source, where in rows:
         key = (cur, day)
         if key in seen and seen[key][0] != rate:
@@ -76,22 +81,29 @@ def insert_rates(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> dict:
                 raise FxError(f"{where}: {cur} {day} = {rate} conflicts with the stored rate {have[key][0]} "
                               f"(from {have[key][1]})")
             same += 1
-        else:
-            new[key] = (rate, source)
-    con.execute("begin transaction")
-    try:
-        for (cur, day), (rate, source) in new.items():
-            con.execute("insert into fx_rates values (?, ?, ?, ?)", [cur, day, rate, source])
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
-    return {"rows": len(rows), "new": len(new), "unchanged": same}
+        elif key not in new:
+            new[key] = (cur, day, rate, source, where)
+    landed = list(new.values())
+    if landed:
+        frame = pd.DataFrame([r[:4] for r in landed], columns=["currency", "rate_date", "units_per_usd", "source"])
+        con.execute("begin transaction")
+        try:
+            con.register("_new_fx_rates", frame)
+            con.execute("insert into fx_rates (currency, rate_date, units_per_usd, source) "
+                        "select currency, cast(rate_date as date), units_per_usd, source from _new_fx_rates")
+            con.unregister("_new_fx_rates")
+            con.execute("commit")
+        except Exception:
+            con.execute("rollback")
+            raise
+    return {"rows": len(rows), "new": len(landed), "unchanged": same, "landed": landed}
 
 
 def import_fx(con: duckdb.DuckDBPyConnection, path: str) -> dict:
     """Land the dated rates of an FX CSV file (see read_fx_csv)."""
-    return {"file": str(path), **insert_rates(con, read_fx_csv(path))}
+    got = insert_rates(con, read_fx_csv(path))
+    got.pop("landed")
+    return {"file": str(path), **got}
 
 
 def rate(con: duckdb.DuckDBPyConnection, currency: str, on: date) -> float:
@@ -104,7 +116,7 @@ def rate(con: duckdb.DuckDBPyConnection, currency: str, on: date) -> float:
                       "order by rate_date desc limit 1", [currency, on]).fetchall()
     if not got:
         raise FxError(f"no FX rate for {currency} on or before {on}: add one to fx_rates "
-                      f"(costgap prices import FILE --format fx)")
+                      f"(costgap fx refresh --source ecb, or costgap fx import FILE --format ecb|csv)")
     return float(got[0][0])
 
 

@@ -2,8 +2,9 @@
 
     costgap prices refresh --source azure-gpu --replay tests/fixtures/azure
 
-A client has one method, `get_json(url) -> dict`. `ReplayClient` serves recorded responses from a
-directory holding `index.json` ({url: file}) and the response files: tests and air-gapped hosts use it.
+A client has two methods, `get_json(url) -> dict` and `get_bytes(url) -> bytes` (a file download, e.g.
+the ECB's eurofxref-hist.zip). `ReplayClient` serves recorded responses from a directory holding
+`index.json` ({url: file}) and the response files: tests and air-gapped hosts use it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,14 @@ from typing import Protocol
 from tasks.pricing.base import PriceError
 
 
+class FetchError(PriceError):
+    """The network or the server failed (not the request): the CLI exits 1 for it, not 2."""
+
+
 class HttpClient(Protocol):
     def get_json(self, url: str) -> dict: ...
+
+    def get_bytes(self, url: str) -> bytes: ...
 
 
 @dataclass
@@ -28,12 +35,21 @@ class UrllibClient:
     timeout_s: float = 60.0  # one page of the Azure API answers in ~1 s; a minute means it is down
 
     def get_json(self, url: str) -> dict:
-        req = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "costgap"})
+        try:
+            return json.loads(self._get(url, "application/json").decode("utf-8"))
+        except ValueError as e:
+            raise FetchError(f"{url}: not JSON: {e}") from None
+
+    def get_bytes(self, url: str) -> bytes:
+        return self._get(url, "*/*")
+
+    def _get(self, url: str, accept: str) -> bytes:
+        req = urllib.request.Request(url, headers={"Accept": accept, "User-Agent": "costgap"})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 (https URL)
-                return json.loads(resp.read().decode("utf-8"))
+                return resp.read()
         except (OSError, ValueError) as e:
-            raise PriceError(f"{url}: request failed: {e}") from None
+            raise FetchError(f"{url}: request failed: {e}") from None
 
 
 @dataclass
@@ -43,6 +59,20 @@ class ReplayClient:
     directory: str
 
     def get_json(self, url: str) -> dict:
+        path = self._file(url)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise PriceError(f"{path}: cannot read the recorded response: {e}") from None
+
+    def get_bytes(self, url: str) -> bytes:
+        path = self._file(url)
+        try:
+            return path.read_bytes()
+        except OSError as e:
+            raise PriceError(f"{path}: cannot read the recorded response: {e}") from None
+
+    def _file(self, url: str) -> Path:
         base = Path(self.directory)
         index_path = base / "index.json"
         try:
@@ -51,7 +81,4 @@ class ReplayClient:
             raise PriceError(f"{index_path}: cannot read the replay index: {e}") from None
         if url not in index:
             raise PriceError(f"{index_path}: no recorded response for {url}")
-        try:
-            return json.loads((base / index[url]).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise PriceError(f"{base / index[url]}: cannot read the recorded response: {e}") from None
+        return base / index[url]
