@@ -15,8 +15,10 @@ that says what to do. With PREFECT_API_URL set, the server there must answer its
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from warehouse.db import env_seconds
@@ -24,6 +26,7 @@ from warehouse.db import env_seconds
 START_TIMEOUT_S = 300.0  # a cold PREFECT_HOME took up to ~60 s under load here; 5x that before giving up
 START_TIMEOUT_ENV = "COSTGAP_API_START_TIMEOUT_S"
 TICK_S = 10.0  # a progress line this often while the server starts
+POLL_S = 0.5  # how often the start is checked for a server process that died
 HEALTH_TIMEOUT_S = 10.0  # a running server answers /health in milliseconds
 
 
@@ -60,26 +63,50 @@ def ensure_api(progress: Callable[[str], None] | None = print) -> str:
     if server.running:
         return server.api_url
     timeout = env_seconds(START_TIMEOUT_ENV, START_TIMEOUT_S, allow_zero=False)
+    _make_home()
+    # The embedded server's telemetry heartbeat writes to the same fresh SQLite file while it migrates
+    # ("database is locked" tracebacks on a busy box); an explicit user setting still wins.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     t0 = time.monotonic()
-    done = threading.Event()
+    failure: list[BaseException] = []
 
-    def tick() -> None:
-        while not done.wait(TICK_S):
-            say(f"  Prefect's local API is still starting ({time.monotonic() - t0:.0f} s; a fresh "
-                f"PREFECT_HOME creates its database first; up to {timeout:.0f} s)")
+    def start() -> None:
+        try:
+            server.start(timeout=max(1, int(timeout)))
+        except BaseException as e:  # handed to the waiting thread, which raises it
+            failure.append(e)
 
     say("starting Prefect's local API server (ephemeral; set PREFECT_API_URL to use a running server)")
-    ticker = threading.Thread(target=tick, name="costgap-api-progress", daemon=True)
-    ticker.start()
-    try:
-        server.start(timeout=max(1, int(timeout)))
-    except Exception as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+    starter = threading.Thread(target=start, name="costgap-api-start", daemon=True)
+    starter.start()
+    next_tick = t0 + TICK_S
+    while starter.is_alive():
+        starter.join(POLL_S)
+        proc = getattr(server, "server_process", None)
+        code = proc.poll() if proc is not None else None
+        if starter.is_alive() and code not in (None, 3):  # 3: port taken, Prefect retries on another port
+            raise ApiUnavailable(f"Prefect's local API server exited with code {code} while starting; run "
+                                 "`prefect server start` to see why, or set PREFECT_API_URL to a running server")
+        if starter.is_alive() and time.monotonic() >= next_tick:
+            next_tick += TICK_S
+            say(f"  Prefect's local API is still starting ({time.monotonic() - t0:.0f} s; a fresh "
+                f"PREFECT_HOME creates its database first; up to {timeout:.0f} s)")
+    if failure:
+        first = (str(failure[0]).strip().splitlines() or [type(failure[0]).__name__])[0][:300]
         raise ApiUnavailable(f"Prefect's local API server did not start within {timeout:.0f} s ({first}); "
                              f"raise {START_TIMEOUT_ENV}, or start a server (prefect server start) and set "
-                             "PREFECT_API_URL") from None
-    finally:
-        done.set()
-        ticker.join()
+                             "PREFECT_API_URL")
     say(f"Prefect API ready in {time.monotonic() - t0:.1f} s")
     return server.api_url
+
+
+def _make_home() -> None:
+    """PREFECT_HOME with its parents: the server's SQLite file cannot be created in a missing folder."""
+    from prefect.settings import PREFECT_HOME
+
+    home = Path(PREFECT_HOME.value()).expanduser()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ApiUnavailable(f"PREFECT_HOME={home}: cannot create it ({e.strerror}); set PREFECT_HOME to a "
+                             "writable folder") from None

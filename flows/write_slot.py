@@ -5,31 +5,45 @@
 Flows (compare, prices, rebuild) and the CLI's writers (ingest, prices import/refresh, rebuild) all
 write through `writer(warehouse)`: the slot first, then DuckDB's file lock. The slot has 1 place, so
 writers queue in Prefect (visible in its UI, up to WRITE_WAIT_S) instead of racing for the file;
-the file lock stays as the last guard. There is one slot per warehouse file, named
+the file lock stays as the last guard. The holder is recorded beside the warehouse
+(`<warehouse>.writer`: pid, lease id, since when); a holder that died without releasing the slot
+(SIGKILL, OOM) is freed by the next writer at once. There is one slot per warehouse file, named
 `warehouse-write-<file stem>-<hash of its absolute path>` (DuckDB's lock is per file too, so two
 warehouses never wait on each other); it is created on first use. The slot's lease is renewed
-while it is held; a holder killed mid-write frees it after WRITE_LEASE_S.
+while it is held; on a server that runs Prefect's lease repossessor a dead holder's lease also ends
+after WRITE_LEASE_S.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
+import os
 import re
+import socket
+import threading
+import time
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import IO, Callable, Iterator
+from uuid import UUID
 
 import duckdb
 
 from flows.api import ensure_api
-from warehouse.db import DEFAULT_TIMEOUT_S, writing
+from warehouse.db import DEFAULT_TIMEOUT_S, env_seconds, writing
 
 WRITE_LIMIT = "warehouse-write"  # the prefix of every write slot's name
 WRITE_SLOTS = 1  # one writer at a time: DuckDB allows one read-write process per file
 # A holder killed mid-write frees the slot after this long (Prefect's minimum lease), so a re-run
 # waits ~1 min instead of the 300 s default.
 WRITE_LEASE_S = 60.0
-WRITE_WAIT_S = 1800.0  # give up waiting for the slot after this, with Prefect's timeout error
+WRITE_WAIT_S = 1800.0  # give up waiting for the slot after this (TimeoutError naming the holder)
+WAIT_ENV = "COSTGAP_WRITE_WAIT_S"
+POLL_S = 0.25  # between attempts while the slot is taken
+WAIT_TICK_S = 10.0  # a progress line this often while waiting
 _ready: set[tuple[str, str]] = set()  # API URLs on which the limit is known to exist (per process)
 
 
@@ -61,15 +75,144 @@ def ensure_write_limit(name: str, slots: int = WRITE_SLOTS,
     _ready.add((url, name))
 
 
+def holder_file(warehouse: str) -> Path:
+    """Beside the warehouse: who holds its slot (pid, lease), and the lock that orders its acquirers."""
+    path = Path(str(warehouse)).expanduser().resolve()
+    return path.with_name(path.name + ".writer")
+
+
+def _alive(pid: int, started: str | None) -> bool:
+    """Whether process `pid` still runs and is the one that took the slot (not a reused pid)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return started is None or _started(pid) in (None, started)
+
+
+def _started(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), which tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+@contextmanager
+def _ordered(path: Path) -> Iterator[IO[str]]:
+    """The holder file, opened and exclusively flock-ed: acquirers on this host take turns here."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            f.seek(0)
+            yield f
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _record(f: IO[str], doc: dict | None) -> None:
+    f.seek(0)
+    f.truncate()
+    if doc is not None:
+        f.write(json.dumps(doc))
+    f.flush()
+
+
+def _try_acquire(client, name: str, f: IO[str], say: Callable[[str], None]) -> UUID | None:
+    """One attempt (under the holder file's lock): the lease id, or None while a live writer holds it.
+
+    A holder that died without releasing (SIGKILL, OOM, power) is recorded in the holder file with its
+    pid: its slot is freed here at once, instead of after its lease runs out, which only a server that
+    runs Prefect's lease repossessor would notice (the ephemeral server does not)."""
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    def attempt() -> UUID | None:
+        try:
+            response = client.increment_concurrency_slots_with_lease(
+                names=[name], slots=1, mode="concurrency", lease_duration=WRITE_LEASE_S)
+        except PrefectHTTPStatusError as e:
+            if e.response.status_code == 423:  # locked: the slot is taken
+                return None
+            raise
+        return UUID(response.json()["lease_id"])
+
+    lease = attempt()
+    if lease is None:
+        text = f.read().strip()
+        held = json.loads(text) if text else None
+        if held and held.get("host") == socket.gethostname() and not _alive(held["pid"], held.get("started")):
+            client.release_concurrency_slots_with_lease(UUID(held["lease_id"]))
+            limit = client.read_global_concurrency_limit_by_name(name)
+            if limit.active_slots >= limit.limit:  # its lease went with a server that has since stopped
+                client.release_concurrency_slots(names=[name], slots=1, occupancy_seconds=0)
+            say(f"freed the write slot of pid {held['pid']}, which ended without releasing it "
+                f"(it took the slot at {held['since']})")
+            _record(f, None)
+            lease = attempt()
+    if lease is not None:
+        _record(f, {"pid": os.getpid(), "started": _started(os.getpid()), "host": socket.gethostname(),
+                    "lease_id": str(lease), "slot": name,
+                    "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    return lease
+
+
+def _renew(lease: UUID, stop: threading.Event) -> None:
+    """Keep the lease alive while the slot is held (a third of the lease between renewals)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        while not stop.wait(WRITE_LEASE_S / 3):
+            client.renew_concurrency_lease(lease, lease_duration=WRITE_LEASE_S)
+
+
 @contextmanager
 def write_slot(warehouse: str, progress: Callable[[str], None] | None = print) -> Iterator[None]:
-    """Hold the warehouse's one-writer slot (the Prefect API is started first where it is not running)."""
-    from prefect.concurrency.sync import concurrency
+    """Hold the warehouse's one-writer slot (the Prefect API is started first where it is not running).
 
+    Waits up to COSTGAP_WRITE_WAIT_S (default WRITE_WAIT_S) with a line every WAIT_TICK_S that says who
+    holds it; then TimeoutError names the slot and the holder."""
+    from prefect.client.orchestration import get_client
+
+    say = progress or (lambda _line: None)
     name = slot_name(warehouse)
     ensure_write_limit(name, progress=progress)
-    with concurrency(name, occupy=1, strict=True, lease_duration=WRITE_LEASE_S, timeout_seconds=WRITE_WAIT_S):
+    path = holder_file(warehouse)
+    wait_s = env_seconds(WAIT_ENV, WRITE_WAIT_S)
+    t0 = time.monotonic()
+    next_tick = t0 + WAIT_TICK_S
+    with get_client(sync_client=True) as client:
+        while True:
+            with _ordered(path) as f:
+                lease = _try_acquire(client, name, f, say)
+                f.seek(0)
+                holder = f.read().strip()
+            if lease is not None:
+                break
+            waited = time.monotonic() - t0
+            if waited >= wait_s:
+                raise TimeoutError(f"{warehouse}: the write slot {name} stayed taken for {waited:.0f} s "
+                                   f"(holder: {holder or 'not recorded'}); raise {WAIT_ENV} or wait for that writer")
+            if time.monotonic() >= next_tick:
+                next_tick += WAIT_TICK_S
+                say(f"  waiting for the write slot of {warehouse} ({waited:.0f} s; holder: {holder or 'not recorded'})")
+            time.sleep(min(POLL_S, max(0.0, wait_s - waited)))
+    stop = threading.Event()
+    renewer = threading.Thread(target=_renew, args=(lease, stop), name="costgap-slot-lease", daemon=True)
+    renewer.start()
+    try:
         yield
+    finally:
+        stop.set()
+        renewer.join()
+        with get_client(sync_client=True) as client, _ordered(path) as f:
+            client.release_concurrency_slots_with_lease(lease)
+            text = f.read().strip()
+            if text and json.loads(text).get("lease_id") == str(lease):
+                _record(f, None)
 
 
 @contextmanager

@@ -28,6 +28,7 @@ READY = re.compile(r"Prefect API ready in ([0-9.]+) s")
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3000)  # ten whole runs beside the hog: ~1-2 min each on this 2-core box
 def test_ten_cold_starts_beside_a_cpu_hog(tmp_path, capsys):
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(HOG_PROCESSES)]
     starts, walls = [], []

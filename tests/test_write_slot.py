@@ -104,7 +104,7 @@ def test_ingests_during_a_rebuild_are_all_kept(tmp_path):
     con.close()
     late = {name: tmp_path / name for name in ("late-1", "late-2", "late-3")}
     for k, folder in enumerate(late.values()):
-        _bundles(folder, 4, 1000 + 10 * k, target=f"box-{k}")
+        _bundles(folder, 4, 160 + 10 * k, target=f"box-{k}")  # dated after the store's 150, before today
     with SlotWatch(wh, every_s=0.02) as watch:
         rebuild = _popen("rebuild", "--from", str(store), "--warehouse", wh)
         deadline = time.monotonic() + 120
