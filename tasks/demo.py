@@ -98,9 +98,12 @@ def _t(s: str) -> datetime:
     return datetime.fromisoformat(s.replace("Z", "+00:00"))
 
 
-def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random, even: bool = True) -> list[dict[str, Any]]:
+def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random, even: bool = True,
+               image: str | None = None) -> list[dict[str, Any]]:
     """Earlier runs derived from one measured bundle (plain dicts, sealed; newest last). `even` targets
-    start on the older stack and get more reruns late (DemoConfig)."""
+    start on the older stack and get more reruns late (DemoConfig). Runs on the current stack record
+    `image`, the target's newest sample's container image, so that samples measured by different probe
+    versions do not read as image changes back and forth."""
     out = []
     n = cfg.weeks * cfg.runs_per_week
     for k in range(n, 0, -1):
@@ -115,6 +118,7 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random, even
                 a["started_at"] = _iso(_t(a["started_at"]) - shift)
         older = even and position < cfg.upgrade_at
         factor = (cfg.older_stack_factor if older else 1.0) * (1 + rng.uniform(-cfg.jitter, cfg.jitter))
+        doc["environment"]["container_image"] = image
         if older:
             doc["environment"]["container_image"] = "demo-synthetic:older-stack"
             if doc["environment"].get("driver"):
@@ -202,7 +206,9 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
     summary = DemoSummary()
     order = {t: i for i, t in enumerate(sorted({d["target"] for d in docs}))}
     with tempfile.TemporaryDirectory(prefix="costgap-demo-") as tmp:
-        synth = [d for doc in docs for d in synthesize(doc, cfg, rng, even=order[doc["target"]] % 2 == 0)]
+        images = {d["target"]: d["environment"].get("container_image") for d in sorted(docs, key=lambda d: d["started_at"])}
+        synth = [d for doc in docs for d in synthesize(doc, cfg, rng, even=order[doc["target"]] % 2 == 0,
+                                                         image=images[doc["target"]])]
         for d in synth:
             (Path(tmp) / f"{d['bundle_id']}.json").write_bytes(canonical_json(d))
         say(f"demo: landing {len(files)} measured sample bundle(s) from {folder}")

@@ -2,7 +2,8 @@
 
     costgap gap A B          # lists significant shifts for both targets under "changes"
 
-For each (target, preset), successful runs are ordered in time and cut where any of ENV_FIELDS changes.
+For each (target, preset), successful runs are ordered in time and cut where any of ENV_FIELDS changes
+between two known values (a run that did not record a field keeps its group's last known value).
 At each cut, the runs before it (since the previous cut, at most `max_side` of them) are compared with
 the runs after it (until the next cut) by a two-sided permutation test on the mean of log tokens/s.
 A shift is significant when its p-value is below `alpha` AND its size is at least `min_shift` (a 0.5%
@@ -95,6 +96,9 @@ def scan_frame(frame: pl.DataFrame, cfg: DetectConfig, rng: np.random.Generator)
     """Test every environment change; frame rows in (target, preset, time) order (cost_env_history.sql)."""
     if frame.is_empty():
         return []
+    # A field a run did not record (NULL) takes its group's last known value (the first, before any):
+    # "not recorded" is never an environment change.
+    frame = frame.with_columns([pl.col(f).forward_fill().backward_fill().over("target", "preset") for f in ENV_FIELDS])
     cuts = _cuts(frame, cfg)
     logs = np.log(frame["tokens_per_s"].to_numpy().astype(float))
     results: dict[int, dict] = {}

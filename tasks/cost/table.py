@@ -165,14 +165,15 @@ def span_of(window: tuple[datetime, datetime]) -> Span:
 
 
 def env_changes(con: duckdb.DuckDBPyConnection, target: str, window1: tuple, window2: tuple) -> list[dict]:
-    """Environment fields (driver, CUDA, cuDNN, torch, image) whose values differ between two windows."""
+    """Environment fields (driver, CUDA, cuDNN, torch, image) whose known values differ between two windows
+    (a field neither window's runs recorded, or only one did, is not a change)."""
     def values(w) -> dict[str, list]:
         got = sql.frame(con, "cost_env_history", {"since": w[0], "until": w[1], "targets": [target], "preset": None})
         return {f: sorted({v for v in got[f].to_list()} - {None}) if got.height else [] for f in ENV_FIELDS}
 
     v1, v2 = values(window1), values(window2)
     return [{"field": f, "before": ", ".join(map(str, v1[f])) or None, "after": ", ".join(map(str, v2[f])) or None}
-            for f in ENV_FIELDS if v1[f] != v2[f]]
+            for f in ENV_FIELDS if v1[f] and v2[f] and v1[f] != v2[f]]
 
 
 def gap_between_windows(con: duckdb.DuckDBPyConnection, a: str, b: str, window1: tuple, window2: tuple, *,
