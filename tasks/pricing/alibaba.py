@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 from tasks.pricing import cloud
-from tasks.pricing.base import BILLING_MODES, PriceError, PriceRow, utc
+from tasks.pricing.base import PriceError, PriceRow, utc
 from tasks.pricing.cloud import Credentials, Failure, PricedTarget
 
 PROVIDER = "alibaba"  # joins targets.provider
@@ -42,31 +42,13 @@ THROTTLE_CODES = ("Throttling", "ServiceUnavailable", "Flow.Limited")
 MAX_SPOT_PAGES = 10  # the default 3-hour window is one page; a stuck NextOffset must not loop forever
 
 
-class AlibabaConfig(BaseModel):
+class AlibabaConfig(cloud.CloudConfig):
     """[alibaba] in deploy/prices/sources.toml."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    billing_modes: tuple[str, ...] = ("on_demand", "monthly", "yearly", "spot")  # every mode the model knows
     spot_zones: dict[str, str] = {}  # region -> zone for spot; unset: the cheapest zone's latest price
     secret_blocks: dict[str, str] = {  # Prefect Secret blocks the prices flow reads the key pair from
         "key_id": "alibaba-access-key-id", "secret": "alibaba-access-key-secret"}
-    attempts: int = Field(default=4, ge=1)  # tries per call on throttling/network/server errors
-    backoff_s: float = Field(default=1.0, ge=0)  # waits 1, 2, 4 s: ECS throttles per second
     timeout_ms: int = Field(default=15000, gt=0)  # read timeout per call; DescribePrice answers in < 1 s
-
-    @field_validator("billing_modes")
-    @classmethod
-    def _modes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [m for m in value if m not in BILLING_MODES]
-        if bad or not value:
-            raise ValueError(f"{bad or 'none'}: expected some of {', '.join(BILLING_MODES)}")
-        return value
-
-    @field_validator("secret_blocks")
-    @classmethod
-    def _blocks(cls, value: dict[str, str]) -> dict[str, str]:
-        return cloud.check_secret_blocks(value)
 
 
 class EcsApi(Protocol):

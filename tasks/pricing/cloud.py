@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from tasks.errors import UserError
+from tasks.pricing.base import BILLING_MODES
 
 THROTTLED = "throttled"  # the API asked us to slow down: retried with backoff
 NETWORK = "network"  # no answer (DNS, TCP, TLS, timeout): retried with backoff
@@ -64,6 +67,30 @@ def check_secret_blocks(blocks: dict[str, str]) -> dict[str, str]:
         raise ValueError(f"expected Secret block names for key_id and secret (optionally token); "
                          f"{'missing ' + ', '.join(missing) if missing else 'unknown ' + ', '.join(extra)}")
     return blocks
+
+
+class CloudConfig(BaseModel):
+    """What every cloud price source's section in deploy/prices/sources.toml checks alike."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    billing_modes: tuple[str, ...] = ("on_demand", "monthly", "yearly", "spot")  # every mode the model knows
+    secret_blocks: dict[str, str] = {}  # Prefect Secret blocks the prices flow reads the key pair from
+    attempts: int = Field(default=4, ge=1)  # tries per call on throttling/network/server errors
+    backoff_s: float = Field(default=1.0, ge=0)  # waits 1, 2, 4 s between tries
+
+    @field_validator("billing_modes")
+    @classmethod
+    def _modes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [m for m in value if m not in BILLING_MODES]
+        if bad or not value:
+            raise ValueError(f"{bad or 'none'}: expected some of {', '.join(BILLING_MODES)}")
+        return value
+
+    @field_validator("secret_blocks")
+    @classmethod
+    def _blocks(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_secret_blocks(value)
 
 
 def redactor(credentials: Credentials | None) -> Callable[[str], str]:

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 from tasks.pricing import cloud
-from tasks.pricing.base import BILLING_MODES, CURRENCIES, PriceError, PriceRow
+from tasks.pricing.base import CURRENCIES, PriceError, PriceRow
 from tasks.pricing.cloud import Credentials, Failure, PricedTarget
 
 PROVIDER = "tencent"  # joins targets.provider
@@ -55,34 +55,16 @@ MODES = {  # billing mode -> (InstanceChargeType, prepaid months, quoted period)
     "yearly": ("PREPAID", 12, "year"), "spot": ("SPOTPAID", None, "hour")}
 
 
-class TencentConfig(BaseModel):
+class TencentConfig(cloud.CloudConfig):
     """[tencent] in deploy/prices/sources.toml."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    billing_modes: tuple[str, ...] = ("on_demand", "monthly", "yearly", "spot")  # every mode the model knows
     zones: dict[str, str] = {}  # region -> zone: the API prices an instance in one zone (Placement.Zone)
     image_id: str = ""  # a public Linux image (free, so the quote is the instance's); required by the API
     currency: str = "CNY"  # the API names none: CNY for a China-site account, USD for international
     endpoint: str = "cvm.tencentcloudapi.com"  # cvm.intl.tencentcloudapi.com for international accounts
     secret_blocks: dict[str, str] = {  # Prefect Secret blocks the prices flow reads the key pair from
         "key_id": "tencentcloud-secret-id", "secret": "tencentcloud-secret-key"}
-    attempts: int = Field(default=4, ge=1)  # tries per call on RequestLimitExceeded/network/server errors
-    backoff_s: float = Field(default=1.0, ge=0)  # waits 1, 2, 4 s: CVM allows ~20 requests/s per action
     timeout_s: int = Field(default=30, gt=0)  # per call; the inquiry answers in about a second
-
-    @field_validator("billing_modes")
-    @classmethod
-    def _modes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [m for m in value if m not in BILLING_MODES]
-        if bad or not value:
-            raise ValueError(f"{bad or 'none'}: expected some of {', '.join(BILLING_MODES)}")
-        return value
-
-    @field_validator("secret_blocks")
-    @classmethod
-    def _blocks(cls, value: dict[str, str]) -> dict[str, str]:
-        return cloud.check_secret_blocks(value)
 
 
 class CvmApi(Protocol):
