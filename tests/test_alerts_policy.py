@@ -24,7 +24,7 @@ def cheapest(old: str, new: str, period: int = 0) -> Change:
 
 
 def shift(period: int, at: datetime | None = None) -> Change:
-    at = at or NOW - timedelta(days=7 * period)
+    at = at or NOW - timedelta(days=CFG.period_days * period)
     return Change(GAP_SHIFTED, "gap/1b/a/base", at.isoformat(), "a", at, "shift", {"reason": "interval"}, ("base",),
                   period=period)
 
@@ -61,7 +61,7 @@ def test_cheapest_is_told_when_it_differs_from_what_was_told(name, changes, log,
     ("the same shift again (re-run)", [shift(0)], [sent(shift(0), NOW - H)], 0),
     ("period boundary slid by a day over the same shift", [shift(0)],
      [sent(shift(0, NOW - timedelta(days=1)), NOW - timedelta(days=1))], 0),
-    ("a new shift a period later", [shift(0)], [sent(shift(0, NOW - timedelta(days=7)), NOW - timedelta(days=7))], 1),
+    ("a new shift a period later", [shift(0)], [sent(shift(0, NOW - timedelta(days=CFG.period_days)), NOW - timedelta(days=CFG.period_days))], 1),
 ])
 def test_a_gap_shift_is_told_once_per_period(name, changes, log, expected):
     assert len(due(changes, log, now=NOW, cfg=CFG)) == expected, name

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tasks.cost.model import CostOptions
-from tasks.cost.rules import HISTORY_STEP_DAYS, WINDOW_DAYS
+from tasks.cost.rules import WINDOW_DAYS
 from tasks.errors import UserError
 
 CHEAPEST_CHANGED = "costgap.cheapest.changed"
@@ -43,11 +43,12 @@ class AlertConfig:
     windows: int = 4
     # a change of the cheapest is news only in the newest this many of them (older ones are history)
     cheapest_windows: int = 2
-    # a gap shift is one week's gap leaving the previous week's interval (weeks back to back, the over-time
-    # charts' step: tasks.cost.rules.HISTORY_STEP_DAYS)
-    period_days: float = HISTORY_STEP_DAYS
-    # weekly periods read for gap shifts and change points: enough for the detector's 3 + 3 runs
-    periods: int = 8
+    # a gap shift is the overview's window's gap leaving the interval of the window before it (windows back
+    # to back, so the newest gap told is the overview's own figure, and one move is told once, not in every
+    # overlapping weekly window of the over-time charts)
+    period_days: float = WINDOW_DAYS
+    # windows read for gap shifts and change points: enough for the detector's 3 + 3 runs
+    periods: int = 4
     # smallest move of the gap (0.02 = 2 points) worth telling: a narrow interval can be left by less
     min_gap_move: float = 0.02
     # target the gap is measured against; None = the cheapest priced target of the window (the report's rule)
