@@ -118,6 +118,7 @@ def test_every_page_renders_offline_without_errors_at_both_widths(site: Path, br
             if width == 900:
                 assert page.evaluate(OVERFLOW_JS) == [], f"{path.name} at 900 px: clipped"
             if path.name == "index.html" and width == 1400:  # tooltips show target names: hover the cost bars
+                page.locator("#c-overview-cost").scroll_into_view_if_needed()  # below "Recent changes"
                 bars = page.locator("#c-overview-cost svg .mark-rect path")
                 shown = []
                 for j in range(bars.count()):
