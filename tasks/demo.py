@@ -86,6 +86,9 @@ class DemoSummary:
                 f"(labelled), {self.price_rows} illustrative price row(s), targets {', '.join(self.targets)}")
 
 
+CURRENT_STACK = "demo-synthetic:current-stack"  # the image synthetic runs after the upgrade record, when unknown
+
+
 def sample_dir() -> Path:
     return Path(str(resources.files("warehouse").joinpath("samples")))
 
@@ -206,7 +209,10 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
     summary = DemoSummary()
     order = {t: i for i, t in enumerate(sorted({d["target"] for d in docs}))}
     with tempfile.TemporaryDirectory(prefix="costgap-demo-") as tmp:
-        images = {d["target"]: d["environment"].get("container_image") for d in sorted(docs, key=lambda d: d["started_at"])}
+        # a sample that recorded no image (an older probe, a bare host) still gets a named current stack,
+        # so the older-stack -> current change is one between two known values, as the report counts them
+        images = {d["target"]: d["environment"].get("container_image") or CURRENT_STACK
+                  for d in sorted(docs, key=lambda d: d["started_at"])}
         synth = [d for doc in docs for d in synthesize(doc, cfg, rng, even=order[doc["target"]] % 2 == 0,
                                                          image=images[doc["target"]])]
         for d in synth:
