@@ -12,7 +12,7 @@ import pytest
 from tasks.cost.table import cost_table, gap
 from tasks.landing.land import land_paths, record_prefect_attempts
 from tests.cost_support import add_price
-from tests.factories import BASE_TIME, bundle_doc, write_bundle
+from tests.factories import BASE_TIME, bundle_doc, seal, write_bundle
 from warehouse.db import connect
 
 
@@ -43,3 +43,22 @@ def test_landed_bundles_are_priced_and_costed(tmp_path):
     assert a["cost_per_mtok"] == pytest.approx(2.0 / (3600 * 1000) * 1e6 * (1 + 0.5 * 0.25 / 0.75))
     g = gap(con, "gpu-a", "gpu-b", as_of=as_of)
     assert abs(sum(g["terms"].values()) - g["ln_ratio"]) <= 1e-9 and g["preset"] == "tiny"
+
+
+def test_the_newest_runs_fine_tune_attempts_count_in_the_default_window(tmp_path):
+    """A fine-tune attempt starts seconds after its run, and the default window ends at the newest run's
+    start: the attempt is dated by its run (migration 065), so a first run counts its own attempts."""
+    con = connect(str(tmp_path / "w.duckdb"))
+    paths = []
+    for i in range(2):
+        doc = bundle_doc("gpu-a", BASE_TIME + timedelta(days=i), failed_attempts=1, seq=i)
+        doc.pop("bundle_id")
+        for a in doc["attempts"]:  # what the probe records: each attempt's own start, after the run's
+            a["started_at"] = (BASE_TIME + timedelta(days=i, seconds=30 + a["attempt"])).isoformat()
+        paths.append(write_bundle(tmp_path / "b", seal(doc)))
+    assert land_paths(con, [str(p) for p in paths]).ok
+    con.execute("update targets set provider = 'lambda', region = 'us-east-1', instance_type = 'x',"
+                " billing_mode = 'on_demand'")
+    add_price(con, "lambda", "us-east-1", "x", 2.0, effective_from=BASE_TIME - timedelta(days=1))
+    (row,) = cost_table(con).to_dicts()  # the default window: 30 days to the newest run's start
+    assert (row["runs"], row["attempts"], row["failed_attempts"]) == (2, 4, 2)
