@@ -1,16 +1,20 @@
-"""The Prefect API costgap talks to: PREFECT_API_URL where it is set, else Prefect's ephemeral server,
-started here with progress output and a timeout that a cold home on a busy machine needs.
+"""The Prefect API costgap talks to: PREFECT_API_URL where it is set, else this machine's local server.
 
     python -c "from flows.api import ensure_api; print(ensure_api())"
 
-Prefect starts its ephemeral server lazily, at the first client call, and gives it 20 s
-(`server.ephemeral.startup_timeout_seconds`). On a fresh PREFECT_HOME the server first creates its
-SQLite database and runs every migration; on this project's 2-core CI box with two busy processes
-beside it that took 19-60 s, so about one cold start in three failed. costgap starts that same
-server itself (Prefect's `SubprocessASGIServer` is one instance per process, so every later client
-call reuses it), waits up to COSTGAP_API_START_TIMEOUT_S (default 300 s) for its health check, says
-every few seconds that it is still starting, and when it truly cannot start ends with one line
-that says what to do. With PREFECT_API_URL set, the server there must answer its health check.
+Three ways, in this order:
+1. PREFECT_API_URL set: that server must answer its health check (a team's server, a test harness).
+2. COSTGAP_API=local (the default): the machine's local Prefect server (flows/server.py), started in
+   the background by the first command that needs it and reused by every later one; its URL is put
+   into this process's settings and environment, so flows, clients and child processes all use it.
+3. COSTGAP_API=ephemeral: Prefect's ephemeral server inside this one command, gone when it ends (the
+   old default; for CI-like one-shot runs). Prefect starts it lazily and gives it 20 s
+   (`server.ephemeral.startup_timeout_seconds`); on a fresh PREFECT_HOME on a busy 2-core box that
+   took 19-60 s, so costgap starts that same server itself (Prefect's `SubprocessASGIServer` is one
+   instance per process, so every later client call reuses it) and waits up to
+   COSTGAP_API_START_TIMEOUT_S (default 300 s), saying every few seconds that it is still starting.
+
+When no server can be had, one line says what to do (exit 1).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from flows import server as local_server
 from warehouse.db import env_seconds
 
 START_TIMEOUT_S = 300.0  # a cold PREFECT_HOME took up to ~60 s under load here; 5x that before giving up
@@ -41,19 +46,43 @@ def _check_remote(url: str) -> None:
         httpx.get(f"{url.rstrip('/')}/health", timeout=HEALTH_TIMEOUT_S).raise_for_status()
     except httpx.HTTPError as e:
         raise ApiUnavailable(f"PREFECT_API_URL={url} does not answer its health check ({type(e).__name__}: "
-                             f"{e}); start that server (prefect server start) or unset PREFECT_API_URL to use a "
-                             "local ephemeral one") from None
+                             f"{e}); start that server (prefect server start) or unset PREFECT_API_URL to use "
+                             "this machine's local one") from None
 
 
 def ensure_api(progress: Callable[[str], None] | None = print) -> str:
-    """The API URL in use, starting Prefect's ephemeral server first when no PREFECT_API_URL is set."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+    """The API URL in use; without PREFECT_API_URL, the local server (or an ephemeral one) is started first."""
+    from prefect.settings import PREFECT_API_URL
 
     say = progress or (lambda _line: None)
     url = PREFECT_API_URL.value()
     if url:
         _check_remote(url)
         return url
+    timeout = env_seconds(START_TIMEOUT_ENV, START_TIMEOUT_S, allow_zero=False)
+    _make_home()
+    if local_server.mode() == "ephemeral":
+        return _ephemeral(say, timeout)
+    try:
+        found = local_server.start(timeout, say, tick_s=TICK_S)
+    except local_server.ServerError as e:
+        raise ApiUnavailable(str(e)) from None
+    use(found.url)
+    return found.url
+
+
+def use(url: str) -> None:
+    """Point this process (its Prefect settings, threads and child processes) at the API at `url`."""
+    from prefect.context import refresh_global_settings_context
+
+    os.environ["PREFECT_API_URL"] = url
+    refresh_global_settings_context()
+
+
+def _ephemeral(say: Callable[[str], None], timeout: float) -> str:
+    """Prefect's ephemeral server, started inside this process with progress and a long timeout."""
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_ENABLED
+
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         raise ApiUnavailable("no Prefect API: PREFECT_API_URL is unset and the ephemeral server is disabled "
                              "(PREFECT_SERVER_EPHEMERAL_ENABLED); set one of them")
@@ -62,8 +91,6 @@ def ensure_api(progress: Callable[[str], None] | None = print) -> str:
     server = SubprocessASGIServer()
     if server.running:
         return server.api_url
-    timeout = env_seconds(START_TIMEOUT_ENV, START_TIMEOUT_S, allow_zero=False)
-    _make_home()
     # The embedded server's telemetry heartbeat writes to the same fresh SQLite file while it migrates
     # ("database is locked" tracebacks on a busy box); an explicit user setting still wins.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -76,7 +103,7 @@ def ensure_api(progress: Callable[[str], None] | None = print) -> str:
         except BaseException as e:  # handed to the waiting thread, which raises it
             failure.append(e)
 
-    say("starting Prefect's local API server (ephemeral; set PREFECT_API_URL to use a running server)")
+    say("starting Prefect's local API server (ephemeral, for this command only: COSTGAP_API=ephemeral)")
     starter = threading.Thread(target=start, name="costgap-api-start", daemon=True)
     starter.start()
     next_tick = t0 + TICK_S

@@ -1,0 +1,125 @@
+"""The machine's local Prefect server (flows/server.py), driven through the CLI as a user drives it.
+
+    .venv/bin/pytest -q tests/test_local_server.py
+
+No PREFECT_API_URL in the commands' environment, a fresh PREFECT_HOME and a free port per test, so the
+first command starts the server and the rest reuse it, as on a new machine:
+1. ten `costgap ingest` started at once: exactly one server process, all ten land;
+2. the server SIGKILLed between two commands: the next command says so in one line, starts a new one
+   and lands; nothing landed before is lost; a stale record (dead pid) is replaced the same way;
+3. `costgap server status|stop` report and stop it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import psutil
+import pytest
+
+from tests.conftest import REPO
+from tests.factories import bundle_doc, write_bundle
+from tests.pool_harness import free_port, kill_tree
+
+pytestmark = pytest.mark.slow
+COSTGAP = [sys.executable, "-m", "flows.cli"]
+STARTED = "starting Prefect's local server"
+
+
+@pytest.fixture
+def machine(tmp_path):
+    """A command environment with no API URL, its own PREFECT_HOME and port; the server is stopped after."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), COSTGAP_SERVER_PORT=str(free_port()),
+               COSTGAP_API="local", PREFECT_LOGGING_LEVEL="WARNING")
+    yield env
+    record = tmp_path / "prefect-home" / "costgap-server.json"
+    if record.exists():
+        kill_tree(json.loads(record.read_text())["pid"])
+    for p in _servers(env["COSTGAP_SERVER_PORT"]):
+        kill_tree(p.pid)
+
+
+def _servers(port: str) -> list[psutil.Process]:
+    """Prefect server processes listening on this test's port (the launcher, not its children)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "server" in cmd and "start" in cmd and "--port" in cmd and cmd[cmd.index("--port") + 1] == port:
+            found.append(p)
+    return found
+
+
+def _costgap(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    r = subprocess.run([*COSTGAP, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    if check:
+        assert r.returncode == 0, f"costgap {' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr[-3000:]}"
+    return r
+
+
+def _landed(wh: Path) -> int:
+    with duckdb.connect(str(wh), read_only=True) as con:
+        return con.execute("select count(*) from runs").fetchone()[0]
+
+
+def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(machine, tmp_path):
+    wh = tmp_path / "wh.duckdb"
+    bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(12)]
+    procs = [subprocess.Popen([*COSTGAP, "ingest", str(b), "--warehouse", str(wh)], cwd=REPO, env=machine,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for b in bundles[:10]]
+    outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
+    for code, out, err in outs:
+        assert code == 0, f"{out}\n{err[-3000:]}"
+        assert "landed 1," in out
+    assert sum(STARTED in err for _, _, err in outs) == 1  # one command started it; nine reused it
+    servers = _servers(machine["COSTGAP_SERVER_PORT"])
+    assert len(servers) == 1, [s.cmdline() for s in servers]
+    assert _landed(wh) == 10
+
+    status = json.loads(_costgap(machine, "server", "status", "--json").stdout)
+    assert status["state"] == "running" and status["pid"] == servers[0].pid
+    assert status["port"] == int(machine["COSTGAP_SERVER_PORT"]) and status["database"].startswith("sqlite")
+
+    # 2. SIGKILL between two commands: noticed, replaced in one line, the command lands, nothing lost
+    os.kill(servers[0].pid, signal.SIGKILL)
+    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh))
+    gone = [ln for ln in r.stderr.splitlines() if "is gone; starting a new one" in ln]
+    assert len(gone) == 1 and str(servers[0].pid) in gone[0], r.stderr
+    assert _landed(wh) == 11
+    (new,) = _servers(machine["COSTGAP_SERVER_PORT"])
+    assert new.pid != servers[0].pid
+
+    # a later command reuses it without a word about starting
+    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh))
+    assert STARTED not in r.stderr and "duplicates 1" in r.stdout
+
+    # 3. stop; status then says not running (exit 1); a stale record with a dead pid is replaced
+    assert "stopped Prefect's local server" in _costgap(machine, "server", "stop").stdout
+    assert not _servers(machine["COSTGAP_SERVER_PORT"])
+    assert _costgap(machine, "server", "status", check=False).returncode == 1
+    record = Path(machine["PREFECT_HOME"]) / "costgap-server.json"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    record.write_text(json.dumps({"pid": dead.pid, "started": None, "port": int(machine["COSTGAP_SERVER_PORT"]),
+                                  "database": "sqlite", "since": "2026-12-01T00:00:00+00:00",
+                                  "home": machine["PREFECT_HOME"]}))
+    r = _costgap(machine, "ingest", str(bundles[11]), "--warehouse", str(wh))
+    assert f"(pid {dead.pid}, port {machine['COSTGAP_SERVER_PORT']}) is gone" in r.stderr
+    assert _landed(wh) == 12
+
+
+def test_a_bad_mode_or_port_is_refused_with_exit_2(machine, tmp_path):
+    bundle = write_bundle(tmp_path / "in", bundle_doc())
+    r = _costgap({**machine, "COSTGAP_API": "remote"}, "ingest", str(bundle), "--warehouse",
+                 str(tmp_path / "wh.duckdb"), check=False)
+    assert r.returncode == 2 and "COSTGAP_API='remote'" in r.stderr
+    r = _costgap({**machine, "COSTGAP_SERVER_PORT": "70000"}, "server", "start", check=False)
+    assert r.returncode == 2 and "COSTGAP_SERVER_PORT='70000'" in r.stderr
+    assert not _servers(machine["COSTGAP_SERVER_PORT"])
