@@ -18,7 +18,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[probe,test,clouds]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[probe,test,clouds,redis]"
 	@touch $(STAMP)
 
 run: $(STAMP)

@@ -22,7 +22,7 @@ def prefect_harness():
 
     Every warehouse write takes the `warehouse-write` slot (flows/write_slot.py), so every test
     needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
-    (a test of the ephemeral default removes it from the child's environment)."""
+    (a test of a cold start removes it from the child's environment)."""
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
@@ -44,5 +44,8 @@ def _isolated_env(monkeypatch, tmp_path):
     for var in ("COSTGAP_WAREHOUSE", "COSTGAP_SITE", "COSTGAP_RESULTS", "COSTGAP_TARGETS"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("COSTGAP_HOME", str(tmp_path / ".costgap"))
+    # A test that drops PREFECT_API_URL gets a one-shot server unless it asks for the machine's local one
+    # (tests/test_local_server.py does): no test leaves a background server behind.
+    monkeypatch.setenv("COSTGAP_API", "ephemeral")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -101,7 +101,7 @@ def test_compare_flow_killed_while_landing_reruns_without_duplicates(tmp_path):
     wh = str(tmp_path / "wh.duckdb")
     args = [sys.executable, "-m", "flows.cli", "run", "--targets", "airgap", "--targets-file", str(targets),
             "--warehouse", wh, "--site", str(tmp_path / "site"), "--results", str(tmp_path / "results")]
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect-home"))
+    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect-home"), COSTGAP_API="ephemeral")  # one-shot
     env.pop("PREFECT_API_URL", None)
     log = tmp_path / "run1.log"  # a file, not a pipe: the orphaned server child would hold a pipe open
     with open(log, "w") as fh:
