@@ -30,8 +30,12 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the browser test will be skipped"; }
 
+# pytest-xdist: most of the suite's time is spent waiting on servers and child processes, so more
+# workers than this 2-core box has cores finish sooner; each worker has its own Prefect test server.
+TEST_WORKERS ?= 4
+
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal --durations=10
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

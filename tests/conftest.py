@@ -49,3 +49,17 @@ def _isolated_env(monkeypatch, tmp_path):
     monkeypatch.setenv("COSTGAP_API", "ephemeral")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+SUMMARY = "costgap_summary"  # a test's headline figure: record_property(SUMMARY, "line") prints it at the end
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print every test's headline figures (cold starts, fuzz variants, ...) after the run, also under
+    pytest-xdist, where a worker's own output never reaches the terminal: they travel in the reports."""
+    lines = [value for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed")
+             for name, value in getattr(report, "user_properties", ()) if name == SUMMARY]
+    if lines:
+        terminalreporter.section("costgap figures")
+        for line in lines:
+            terminalreporter.write_line(line)
