@@ -5,9 +5,12 @@
 `contract(doc)` keeps the schema and probe versions, the field names at every level (per
 measurement also its benchmark version and its params' names, per fine-tune record its fields),
 the tasks that left attempts and the telemetry columns; it drops every measured value, and
-environment.extra, whose keys depend on the host (container, NVML). Two quick-profile CPU bundles
-of the same code and seed have the same contract; tests/test_probe_cli.py holds today's probe to
-the one the pre-move code wrote.
+environment.extra, whose keys depend on the host (container, NVML). A fine-tune record's fields
+depend on its status (a run that timed out on a loaded box has no measured fields), so the status
+stands beside them. Two quick-profile CPU bundles of the same code and seed have the same contract;
+tests/test_probe_cli.py holds today's probe to the one the pre-move code wrote (its fine-tune
+entry from the same code's run_finetunes(['tiny'], device='cpu', budget_s=900, options={'steps': 8}),
+as this 2-core box timed the bundle's own fine-tune out).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def contract(doc: dict) -> dict:
         "measurement_fields": _fields(doc["measurements"]),
         "measurements": sorted(f"{m['benchmark']} v{m['benchmark_version']} {m['metric']}: "
                                + ",".join(sorted(m["params"])) for m in doc["measurements"]),
-        "finetune": sorted(f"{f['preset']}: " + ",".join(sorted(f)) for f in doc["finetune"]),
+        "finetune": sorted(f"{f['preset']} {f['status']}: " + ",".join(sorted(f)) for f in doc["finetune"]),
         "telemetry": sorted(doc["telemetry"]),
     }
 
