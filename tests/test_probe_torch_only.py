@@ -6,13 +6,16 @@ torch itself pulls in) runs `python -m tasks.probe --profile quick` from this ch
 The venv is built once under $COSTGAP_TEST_CACHE (default ~/.cache/costgap), one per Python version
 and torch pin, and reused while its torch imports; pip's own cache makes a rebuild quick. When pip
 cannot fetch torch the test fails with pip's last lines: it is never skipped. The pin is the
-Makefile's (TORCH=..., the CPU build where the pip config's index has it).
+Makefile's; TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" (pip arguments)
+fetches the CPU build where the pip config does not point at it.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +33,8 @@ CLEAN_ENV = {k: v for k, v in os.environ.items()
 
 def _torch_only_python() -> Path:
     cache = Path(os.environ.get("COSTGAP_TEST_CACHE") or Path.home() / ".cache" / "costgap")
-    venv = cache / f"probe-torch-only-py{sys.version_info[0]}{sys.version_info[1]}-{TORCH.replace('=', '')}"
+    pin = re.sub(r"[^A-Za-z0-9.]+", "-", TORCH).strip("-")[:80]
+    venv = cache / f"probe-torch-only-py{sys.version_info[0]}{sys.version_info[1]}-{pin}"
     python, ready = venv / "bin" / "python", venv / ".ready"
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{venv.name}.lock", "w") as lock:  # two test runs build it once
@@ -39,7 +43,8 @@ def _torch_only_python() -> Path:
             return python
         ready.unlink(missing_ok=True)
         subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True, env=CLEAN_ENV)
-        pip = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCH],
+        pip = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              *shlex.split(TORCH)],
                              capture_output=True, text=True, env=CLEAN_ENV, timeout=900)
         if pip.returncode != 0:
             pytest.fail(f"pip could not install {TORCH} into {venv}:\n{(pip.stdout + pip.stderr)[-2000:]}")
