@@ -11,7 +11,6 @@ too (exit 1). Never a bare traceback for either; a bug still fails loudly with i
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import sys
@@ -30,16 +29,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# One module per command group; a module that is missing or broken must not hide the others.
-COMMAND_MODULES = ("run", "ingest", "prices", "fx", "gap", "report", "rebuild", "alerts", "server")
+# One module per command group, each adding its commands to `app`, in the order --help lists them.
+from flows.commands import alerts, fx, gap, ingest, prices, rebuild, report, run, server  # noqa: E402
 
-for _name in COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(f"flows.commands.{_name}")
-    except ModuleNotFoundError as _e:
-        if _e.name != f"flows.commands.{_name}":
-            raise
-        continue
+for _mod in (run, ingest, prices, fx, gap, report, rebuild, alerts, server):
     _mod.register(app)
 
 

@@ -19,7 +19,6 @@ none did; the summary dict is the flow's result either way.
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from datetime import datetime, timezone
@@ -154,6 +153,10 @@ def sync_targets(warehouse: str, targets: list[Target]) -> None:
         targets_mod.sync_targets(con, targets)
 
 
+def _preload_landing() -> None:
+    import tasks.landing.land  # noqa: F401  (Great Expectations: seconds to import)
+
+
 @flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=MAX_PARALLEL), log_prints=True)
 def compare(targets: list[str] | None = None, profile: str = "quick", warehouse: str | None = None,
             site: str | None = None, results: str | None = None, skip: list[str] | None = None,
@@ -170,8 +173,8 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     chosen = select(load_targets_or_local(file, explicit=explicit), targets, str(file))
     log.info("comparing %d target(s): %s (profile %s)", len(chosen), ", ".join(t.id for t in chosen), profile)
     ensure_write_limit(slot_name(warehouse))
-    threading.Thread(target=importlib.import_module, args=("tasks.landing.land",), daemon=True).start()  # GX
-    # imports take seconds: load them while the probes run, not after
+    threading.Thread(target=_preload_landing, daemon=True).start()  # GX imports take seconds:
+    # load them while the probes run, not after
     run_id = str(runtime.flow_run.id or "cli")
     synced = sync_targets.submit(warehouse, chosen)
     futures = [dispatch_target.submit(t, profile, results, list(skip or []), worker_grace_s, warehouse, run_id)

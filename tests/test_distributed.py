@@ -14,9 +14,10 @@ import torch
 
 from tasks.bundle import Environment, parse_bundle
 from tasks.canonical import canonical_json
-from tasks.probe import distributed, interconnect
-from tasks.probe.bandwidth import busbw_gbps
-from tasks.probe.distributed import CPU_CI, MultiGpuConfig, run_multi_gpu
+from tasks.probe.distributed import multi_gpu
+from tasks.probe.distributed.bandwidth import busbw_gbps
+from tasks.probe.distributed.multi_gpu import CPU_CI, MultiGpuConfig, run_multi_gpu
+from tasks.probe.host import interconnect
 from tasks.probe.profiles import get_profile
 from tests.factories import bundle_doc
 
@@ -52,11 +53,11 @@ def test_config_names_the_bad_field(field, value):
 
 
 def test_config_follows_the_probe_profile():
-    cfg = distributed.config_from("standard")
+    cfg = multi_gpu.config_from("standard")
     prof = get_profile("standard")
     assert cfg.allreduce_sizes_bytes == tuple(m << 20 for m in prof.collectives.sizes_mib)
     assert cfg.presets == prof.finetune_presets and "1b" in cfg.presets  # standard: 1b + 8b-lora
-    assert distributed.config_from(CPU_CI) is CPU_CI
+    assert multi_gpu.config_from(CPU_CI) is CPU_CI
 
 
 @pytest.mark.parametrize("gpu, link, peak", [
@@ -64,7 +65,7 @@ def test_config_follows_the_probe_profile():
     ("NVIDIA H200", "pcie", None), ("NVIDIA A10", "nvlink", None), ("Mystery GPU", "nvlink", None),
 ])
 def test_busbw_peak_is_one_direction_of_nvlink(gpu, link, peak):
-    value, source = distributed.busbw_peak(gpu, link)
+    value, source = multi_gpu.busbw_peak(gpu, link)
     assert value == peak and (source is None) == (peak is None)
     if peak:
         assert "gpu_specs.json" in source and "one direction" in source
@@ -74,7 +75,7 @@ def test_fewer_than_two_gpus_is_not_applicable_and_launches_nothing(monkeypatch)
     def no_launch(*a, **k):
         raise AssertionError("nothing may be launched without 2 GPUs")
 
-    monkeypatch.setattr(distributed, "launch", no_launch)
+    monkeypatch.setattr(multi_gpu, "launch", no_launch)
     for gpus in (0, 1):
         monkeypatch.setattr(torch.cuda, "is_available", lambda g=gpus: g > 0)
         monkeypatch.setattr(torch.cuda, "device_count", lambda g=gpus: g)
@@ -94,7 +95,7 @@ def test_one_gpu_with_nprocs_1_runs_the_baseline_alone(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    monkeypatch.setattr(distributed, "launch", lambda kind, cfg, **kw: calls.append((kind, kw["world"],
+    monkeypatch.setattr(multi_gpu, "launch", lambda kind, cfg, **kw: calls.append((kind, kw["world"],
                         kw["backend"])) or {"ok": False, "error_kind": "crash", "message": "x", "pids": []})
     _, f, a = run_multi_gpu(dataclasses.replace(CPU_CI, presets=("tiny",)), nprocs=1, timeout_s=60)
     assert calls == [("finetune", 1, "nccl")]  # no all-reduce launch, one n=1 fine-tune
@@ -175,8 +176,8 @@ def test_hung_rank_hits_the_collective_timeout_and_is_killed(monkeypatch):
     cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:hang", collective_timeout_s=2.0,
                               grace_s=1.0)
     pids = []
-    real = distributed.launch
-    monkeypatch.setattr(distributed, "launch", lambda *a, **k: pids.extend((r := real(*a, **k))["pids"]) or r)
+    real = multi_gpu.launch
+    monkeypatch.setattr(multi_gpu, "launch", lambda *a, **k: pids.extend((r := real(*a, **k))["pids"]) or r)
     m, _, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
     assert m == [] and (a[0]["state"], a[0]["error_kind"]) == ("failed", "timeout")
     assert "rank 0 failed first; rank 0: timeout" in a[0]["message"]
@@ -187,7 +188,7 @@ def test_hung_rank_hits_the_collective_timeout_and_is_killed(monkeypatch):
 def test_launch_deadline_kills_every_rank():
     cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:hang", collective_timeout_s=120.0)
     t = time.monotonic()
-    out = distributed.launch("allreduce", cfg, backend="gloo", world=2, deadline_s=4.0)
+    out = multi_gpu.launch("allreduce", cfg, backend="gloo", world=2, deadline_s=4.0)
     assert time.monotonic() - t < 15
     assert out["ok"] is False and out["error_kind"] == "timeout"
     assert "exceeded its 4 s deadline" in out["message"] and out["message"].count("killed") == 2
@@ -195,7 +196,7 @@ def test_launch_deadline_kills_every_rank():
 
 
 def test_an_interrupted_launch_leaves_no_rank_behind(monkeypatch):
-    from tasks.probe import distributed_launch as dl
+    from tasks.probe.distributed import launch as dl
 
     killed, real_kill = [], dl._kill
 
@@ -224,7 +225,7 @@ def test_oom_ladder_halves_the_micro_batch(monkeypatch):
                "loss_first": 6.0, "loss_last": 5.0}
         return {"ok": True, "result": res, "pids": []}
 
-    monkeypatch.setattr(distributed, "launch", fake_launch)
+    monkeypatch.setattr(multi_gpu, "launch", fake_launch)
     cfg = dataclasses.replace(CPU_CI, micro_batch=8, allreduce=False)
     m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
     assert seen == [(1, 8), (1, 4), (1, 2), (2, 2)]  # n=2 starts at the size that fit at n=1
@@ -237,7 +238,7 @@ def test_oom_ladder_halves_the_micro_batch(monkeypatch):
 
 
 def test_nothing_fits_is_not_applicable(monkeypatch):
-    monkeypatch.setattr(distributed, "launch", lambda *a, **k: {"ok": False, "error_kind": "oom",
+    monkeypatch.setattr(multi_gpu, "launch", lambda *a, **k: {"ok": False, "error_kind": "oom",
                                                                  "message": "OOM", "pids": []})
     cfg = dataclasses.replace(CPU_CI, micro_batch=2, allreduce=False, baseline=False)
     m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=60)
@@ -255,8 +256,8 @@ def test_spent_budget_and_qlora_are_not_failures(monkeypatch):
         time.sleep(1.5)
         return {"ok": False, "error_kind": "crash", "message": "x", "pids": []}
 
-    monkeypatch.setattr(distributed, "launch", slow_launch)
-    monkeypatch.setattr(distributed, "MIN_LAUNCH_S", 1.0)
+    monkeypatch.setattr(multi_gpu, "launch", slow_launch)
+    monkeypatch.setattr(multi_gpu, "MIN_LAUNCH_S", 1.0)
     cfg = dataclasses.replace(CPU_CI, presets=("8b-qlora", "tiny"))
     m, f, a = run_multi_gpu(cfg, backend="gloo", nprocs=2, timeout_s=2.0)
     assert calls == ["allreduce"]
@@ -274,14 +275,14 @@ def test_spent_budget_and_qlora_are_not_failures(monkeypatch):
     (RuntimeError("Connection closed by peer"), "crash"),
 ])
 def test_worker_classifies_rank_failures(exc, kind):
-    from tasks.probe.distributed_worker import classify
+    from tasks.probe.distributed.worker import classify
 
     assert classify(exc) == kind
 
 
 def test_a_rank_killed_without_report_is_classified_from_its_log():
     """NCCL's watchdog aborts a rank on a collective timeout: no report, only its log says why."""
-    from tasks.probe.distributed_launch import classify_text
+    from tasks.probe.distributed.launch import classify_text
 
     log = "[rank1]:[E ProcessGroupNCCL.cpp:632] Watchdog caught collective operation timeout: ..."
     assert classify_text(log) == "timeout"

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from tasks.bundle import Attempt, Finetune
-from tasks.probe import presets as fpresets
-from tasks.probe.finetune import FinetuneOptions, classify, plan, run_finetunes
-from tasks.probe.nvml import Sampler
-from tasks.probe.train import ProbeTimeout, NonFiniteLoss, choose_precision, make_scaler
+from tasks.probe.finetune import presets as fpresets
+from tasks.probe.finetune.run import FinetuneOptions, classify, plan, run_finetunes
+from tasks.probe.finetune.train import ProbeTimeout, NonFiniteLoss, choose_precision, make_scaler
+from tasks.probe.host.nvml import Sampler
 
 FAST = {"steps": 2, "warmup_steps": 1, "warmup_min_s": 0.0, "num_workers": 0}
 
@@ -57,7 +57,7 @@ def test_steady_rule_fills_windows_and_flags_unstable_when_never_settled():
 
 
 def test_tokens_per_s_comes_from_the_steady_part_of_the_window():
-    from tasks.probe.steady import steady_steps
+    from tasks.probe.finetune.steady import steady_steps
 
     # 9 windows of 2 steps; the first third (3 windows, 6 steps) is the transient
     assert steady_steps([0.5] * 6 + [1.0] * 12, [2] * 9) == [1.0] * 12
@@ -186,7 +186,9 @@ def test_local_checkpoint_and_tokenizer_dirs(tmp_path):
     model, _, _ = fpresets.build_preset("tiny", "cpu")
     ckpt = tmp_path / "my-llama"
     model.save_pretrained(ckpt)
-    words = sorted({w for r in __import__("tasks.probe.data", fromlist=["x"]).generate_sample(40)
+    from tasks.probe.finetune.data import generate_sample
+
+    words = sorted({w for r in generate_sample(40)
                     for w in " ".join(r.values()).split()})
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{w: i + 3 for i, w in enumerate(words[:400])}}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
@@ -204,7 +206,7 @@ def test_local_checkpoint_and_tokenizer_dirs(tmp_path):
 def test_energy_window_picks_the_finetune_gpu_by_uuid(monkeypatch):
     from types import SimpleNamespace
 
-    from tasks.probe.finetune import _nvml_gpus
+    from tasks.probe.finetune.run import _nvml_gpus
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(uuid="bbb-2"))
     nv = SimpleNamespace(nvmlDeviceGetUUID=lambda h: f"GPU-{h}")

@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from tasks.probe import data as fdata
-from tasks.probe.finetune import run_finetunes
+from tasks.probe.finetune import data as fdata
+from tasks.probe.finetune.run import run_finetunes
 
 
 def _write(tmp_path, lines):

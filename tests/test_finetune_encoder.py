@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from tasks.bundle import Attempt, Finetune
-from tasks.probe import presets as fpresets
-from tasks.probe.data import ByteTokenizer
-from tasks.probe.encoder import IGNORE_INDEX, mask_token_id, mlm_batch
-from tasks.probe.finetune import run_finetunes
-from tasks.probe.flops import flops_per_token
+from tasks.probe.finetune import presets as fpresets
+from tasks.probe.finetune.data import ByteTokenizer
+from tasks.probe.finetune.encoder import IGNORE_INDEX, mask_token_id, mlm_batch
+from tasks.probe.finetune.flops import flops_per_token
+from tasks.probe.finetune.run import run_finetunes
 
 TINY_BERT = dataclasses.replace(fpresets.get_preset("bert-large"), name="bert-test", hidden=64, layers=2,
                                 heads=2, kv_heads=2, ffn=128, vocab=512, seq_len=64, micro_batch_max=4,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.probe.flops import flops_per_token, mfu
+from tasks.probe.finetune.flops import flops_per_token, mfu
 
 
 def test_1b_full_matches_hand_calculation_and_the_reference_mfu():

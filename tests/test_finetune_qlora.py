@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from tasks.bundle import Finetune
-from tasks.probe import presets as fpresets
-from tasks.probe import qlora
-from tasks.probe.finetune import run_finetunes
+from tasks.probe.finetune import presets as fpresets
+from tasks.probe.finetune import qlora
+from tasks.probe.finetune.run import run_finetunes
 
 BACKENDS = [b for b in ("bitsandbytes", "torchao") if importlib.util.find_spec(b)]
 TINY_Q = dataclasses.replace(fpresets.get_preset("8b-qlora"), name="qlora-test", hidden=256, layers=2,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.probe.steady import (SteadyRule, is_settled, should_stop, spread, steady_spread, steady_start,
+from tasks.probe.finetune.steady import (SteadyRule, is_settled, should_stop, spread, steady_spread, steady_start,
                                 thirds_gap)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,12 +21,12 @@ import pytest
 from tasks.pricing import cloud
 from tasks.pricing.alibaba import AlibabaConfig, AlibabaEcsPrices, ReplayEcs, classify
 from tasks.pricing.book import import_fetched
+from tests.cloud_targets import GN7I
+from tests.cloud_targets import GN7I_BEIJING as BEIJING
 from tests.cost_support import warehouse
 
 RECORDED = Path(__file__).parent / "fixtures" / "alibaba"
 WHEN = datetime(2026, 12, 4, 6, tzinfo=timezone.utc)
-GN7I = cloud.PricedTarget("alibaba-gn7i-c8g1-2xlarge", "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge")
-BEIJING = cloud.PricedTarget("alibaba-gn7i-beijing", "cn-beijing", "ecs.gn7i-c8g1.2xlarge")  # recorded: not sold
 HOUR_KEY = ("cn-hangzhou DescribePrice InstanceType=ecs.gn7i-c8g1.2xlarge Period=1 PriceUnit=Hour "
             "RegionId=cn-hangzhou ResourceType=instance")
 FAST = AlibabaConfig(backoff_s=0.5)

@@ -14,27 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.cloud_targets import GN7I, GN7I_BEIJING, GN10XP, targets_toml
 from tests.conftest import REPO
 from tests.cost_support import warehouse
 
 FIXTURES = REPO / "tests" / "fixtures"
-TARGETS = """
-[[target]]
-id = "alibaba-gn7i-c8g1-2xlarge"
-provider = "alibaba"
-region = "cn-hangzhou"
-instance_type = "ecs.gn7i-c8g1.2xlarge"
-[[target]]
-id = "alibaba-gn7i-beijing"
-provider = "alibaba"
-region = "cn-beijing"
-instance_type = "ecs.gn7i-c8g1.2xlarge"
-[[target]]
-id = "tencent-gn10xp-2xlarge40"
-provider = "tencent"
-region = "ap-guangzhou"
-instance_type = "GN10Xp.2XLARGE40"
-"""
+TARGETS = targets_toml(GN7I, GN7I_BEIJING, GN10XP)
 CLOUD_VARS = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALIBABA_CLOUD_SECURITY_TOKEN",
               "TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cloud_targets import GN7I, GN7I_BEIJING, GN10XP, GN10XP_SHANGHAI, targets_toml
 from tests.cost_support import warehouse
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -37,28 +38,7 @@ def test_refresh_flow_lands_then_changes_nothing(prefect_harness, tmp_path):
     assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl"))) == 3  # every distinct import archived
 
 
-TARGETS = """
-[[target]]
-id = "alibaba-gn7i-c8g1-2xlarge"
-provider = "alibaba"
-region = "cn-hangzhou"
-instance_type = "ecs.gn7i-c8g1.2xlarge"
-[[target]]
-id = "alibaba-gn7i-beijing"
-provider = "alibaba"
-region = "cn-beijing"
-instance_type = "ecs.gn7i-c8g1.2xlarge"
-[[target]]
-id = "tencent-gn10xp-2xlarge40"
-provider = "tencent"
-region = "ap-guangzhou"
-instance_type = "GN10Xp.2XLARGE40"
-[[target]]
-id = "tencent-gn10xp-shanghai"
-provider = "tencent"
-region = "ap-shanghai"
-instance_type = "GN10Xp.2XLARGE40"
-"""
+TARGETS = targets_toml(GN7I, GN7I_BEIJING, GN10XP, GN10XP_SHANGHAI)
 
 
 def _sources_file(tmp_path, blocks: str = "flowtest") -> str:
@@ -125,8 +105,7 @@ def test_flow_reads_secret_blocks_and_a_refused_key_is_one_redacted_line(prefect
     index = {k: ["errors/signature.json"] for k in index}  # every call: SignatureDoesNotMatch, quoting the key
     (refused / "index.json").write_text(json.dumps(index))
     targets = tmp_path / "targets.toml"
-    targets.write_text(TARGETS.split("[[target]]\nid = \"alibaba-gn7i-beijing\"")[0] + TARGETS.split(
-        "instance_type = \"ecs.gn7i-c8g1.2xlarge\"\n")[-1].split("[[target]]\nid = \"tencent-gn10xp-shanghai\"")[0])
+    targets.write_text(targets_toml(GN7I, GN10XP))
     wh = str(tmp_path / "w.duckdb")
     with pytest.raises(PricesIncomplete) as got:
         refresh_prices(names=["alibaba", "tencent"], warehouse=wh, results=str(tmp_path / "results"),

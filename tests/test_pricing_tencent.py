@@ -22,12 +22,12 @@ import pytest
 from tasks.pricing import cloud
 from tasks.pricing.book import import_fetched
 from tasks.pricing.tencent import ReplayCvm, TencentConfig, TencentCvmPrices, classify
+from tests.cloud_targets import GN10XP
+from tests.cloud_targets import GN10XP_SHANGHAI as SHANGHAI
 from tests.cost_support import warehouse
 
 RECORDED = Path(__file__).parent / "fixtures" / "tencent"
 WHEN = datetime(2026, 12, 4, 6, tzinfo=timezone.utc)
-GN10XP = cloud.PricedTarget("tencent-gn10xp-2xlarge40", "ap-guangzhou", "GN10Xp.2XLARGE40")
-SHANGHAI = cloud.PricedTarget("tencent-gn10xp-shanghai", "ap-shanghai", "GN10Xp.2XLARGE40")  # recorded: not sold
 CFG = TencentConfig(zones={"ap-guangzhou": "ap-guangzhou-3", "ap-shanghai": "ap-shanghai-2"},
                     image_id="img-487zeit5", backoff_s=0.25)
 HOUR_KEY = ("ap-guangzhou InquiryPriceRunInstances ImageId=img-487zeit5 InstanceChargeType=POSTPAID_BY_HOUR "

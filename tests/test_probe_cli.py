@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from tasks.bundle import read_bundle
+from tests.probe_contract import contract
 
 ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "fixtures" / "probe_quick_cpu_contract.json"  # written by the pre-move probe
 FORBIDDEN = ("prefect", "duckdb", "polars", "pydantic", "pandas")
 WRAPPER = r"""
 import builtins, json, runpy, sys
@@ -84,6 +86,26 @@ def test_quick_bundle_validates_and_records_every_task(quick_run):
         assert next(a for a in b.attempts if a.task == "allreduce").state == "not_applicable"
         assert next(a for a in b.attempts if a.task == "hostdev").state == "not_applicable"
     assert list(data.iterdir()) == []  # storage files removed
+
+
+@pytest.mark.slow
+def test_quick_bundle_keeps_the_contract_the_probe_had_before_it_moved(quick_run):
+    """Same profile, seeds and CPU host: schema and probe versions, the field names at every level,
+    each benchmark's version and params. A fine-tune that a loaded box timed out lacks its measured
+    fields (fewer, never others); one that finished has exactly the golden's."""
+    proc, _, _ = quick_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(Path(proc.stdout.strip().splitlines()[-1]).read_text())
+    if doc["environment"]["gpu_count"]:
+        pytest.skip("the golden contract is a CPU host's; a GPU host measures more")
+    got, want = contract(doc), json.loads(GOLDEN.read_text())
+    (got_ft,), (want_ft,) = got.pop("finetune"), want.pop("finetune")
+    assert got == want
+    (got_head, got_fields), (want_head, want_fields) = got_ft.split(": "), want_ft.split(": ")
+    assert got_head.split()[0] == want_head.split()[0]
+    if got_head == want_head:
+        assert got_fields == want_fields
+    assert set(got_fields.split(",")) <= set(want_fields.split(","))
 
 
 def test_bad_profile_is_a_usage_error(tmp_path):

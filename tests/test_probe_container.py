@@ -1,8 +1,8 @@
-"""Container image detection (tasks/probe/container.py), table-driven: env vars, files, cgroups."""
+"""Container image detection (tasks/probe/host/container.py), table-driven: env vars, files, cgroups."""
 
 import pytest
 
-from tasks.probe.container import detect, from_cgroup, from_containerenv
+from tasks.probe.host.container import detect, from_cgroup, from_containerenv
 
 CID = "3f2a1b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708"
 

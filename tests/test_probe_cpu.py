@@ -9,18 +9,18 @@ import os
 
 import pytest
 
-from tasks.probe import gemm
-from tasks.probe.collectives import measure_collectives
-from tasks.probe.envinfo import cpu_list, fingerprint
-from tasks.probe.feed import measure_feed
-from tasks.probe.hostdev import measure_hostdev
-from tasks.probe.membw import measure_memory
+from tasks.probe.distributed.collectives import measure_collectives
+from tasks.probe.hardware import gemm
+from tasks.probe.hardware.feed import measure_feed
+from tasks.probe.hardware.gemm_sustained import measure_sustained
+from tasks.probe.hardware.hostdev import measure_hostdev
+from tasks.probe.hardware.memory import measure_memory
+from tasks.probe.hardware.storage import measure_storage
+from tasks.probe.host.environment import cpu_list, fingerprint
+from tasks.probe.host.specs import UNKNOWN
 from tasks.probe.profiles import (QUICK, FeedConfig, GemmConfig, HostDevConfig, MemoryConfig,
                                   StorageConfig, SustainedConfig)
 from tasks.probe.record import NotApplicable, run_task
-from tasks.probe.specs import UNKNOWN
-from tasks.probe.storage import measure_storage
-from tasks.probe.sustained import measure_sustained
 
 TINY_GEMM = GemmConfig(cpu_size=128, cpu_iters=3, refine_iters=4, warmup=1)
 
@@ -60,7 +60,7 @@ def test_gemm_grid_is_exhaustive_and_search_list_inside_limits():
 
 
 def test_gemm_search_on_cpu_honours_budget_and_refines(monkeypatch):
-    from tasks.probe import gemm_search
+    from tasks.probe.hardware import gemm_search
 
     cfg = GemmConfig(budget_s=0.01, warmup=1, iters=2, refine_iters=3, refine_top=1)
     monkeypatch.setattr(gemm_search, "seed_shapes", lambda dtype, sms, n: [(64, 64, 64), (128, 128, 128)])

@@ -1,4 +1,4 @@
-"""The GEMM shape search (tasks/probe/gemm_search.py) against synthetic landscapes: no GPU needed.
+"""The GEMM shape search (tasks/probe/hardware/gemm_search.py) against synthetic landscapes: no GPU needed.
 
     .venv/bin/pytest -q tests/test_probe_gemm_search.py
 
@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from tasks.probe import gemm_search as gs
+from tasks.probe.hardware import gemm_search as gs
 from tasks.probe.profiles import STANDARD, GemmConfig
 
 CFG = replace(STANDARD.gemm, budget_s=60.0)  # the fake measures instantly: the cap binds, not time
@@ -115,8 +115,8 @@ def test_config_names_the_bad_field(field, value):
 
 
 def test_rank_capped_times_every_candidate_on_cpu():
+    from tasks.probe.hardware.gemm_sustained import rank_capped
     from tasks.probe.profiles import SustainedConfig
-    from tasks.probe.sustained import rank_capped
 
     cfg = SustainedConfig(pick_ramp_s=0.01, pick_window_s=0.01, pick_rounds=2)
     rates = rank_capped([[64, 64, 64], [128, 128, 128]], cfg, device="cpu")

@@ -10,13 +10,15 @@ import time
 import pytest
 import torch
 
-from tasks.probe import gemm, nvml
-from tasks.probe.envinfo import fingerprint
-from tasks.probe.hostdev import measure_hostdev
-from tasks.probe.membw import measure_memory
+from tasks.probe.hardware import gemm
+
+from tasks.probe.hardware.gemm_sustained import measure_sustained
+from tasks.probe.hardware.hostdev import measure_hostdev
+from tasks.probe.hardware.memory import measure_memory
+from tasks.probe.host import nvml
+from tasks.probe.host.environment import fingerprint
+from tasks.probe.host.specs import lookup
 from tasks.probe.profiles import QUICK, SustainedConfig
-from tasks.probe.specs import lookup
-from tasks.probe.sustained import measure_sustained
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]

@@ -10,13 +10,13 @@ import warnings
 
 import pytest
 
-from tasks.probe import nvml
-from tasks.probe.bandwidth import algbw_gbps, busbw_gbps
-from tasks.probe.hostdev import link_ceiling_gbps
+from tasks.probe.distributed.bandwidth import algbw_gbps, busbw_gbps
+from tasks.probe.hardware.hostdev import link_ceiling_gbps
+from tasks.probe.hardware.timing import iqr, median, median_top, percentile, trimmed_median
+from tasks.probe.host import nvml
+from tasks.probe.host.specs import catalog, lookup
 from tasks.probe.profiles import PROFILES, GemmConfig, SustainedConfig, get_profile
 from tasks.probe.record import classify, measurement, run_task
-from tasks.probe.specs import catalog, lookup
-from tasks.probe.timing import iqr, median, median_top, percentile, trimmed_median
 
 
 @pytest.mark.parametrize("xs,q,expected", [

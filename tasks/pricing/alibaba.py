@@ -18,17 +18,15 @@ help.aliyun.com/document_detail/60400.html (read 2026-12-04); shapes as the SDK 
 
 from __future__ import annotations
 
-import time
-from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable, Protocol
+from datetime import datetime
+from typing import Protocol
 
 from pydantic import Field
 
 from tasks.pricing import cloud
 from tasks.pricing.base import PriceError, PriceRow, utc
-from tasks.pricing.cloud import Credentials, Failure, PricedTarget
+from tasks.pricing.cloud import Credentials, PricedTarget
 
 PROVIDER = "alibaba"  # joins targets.provider
 ENV_ID, ENV_SECRET, ENV_TOKEN = (  # the variables Alibaba's SDKs and CLI read (alibabacloud-credentials)
@@ -164,66 +162,30 @@ def _spot_request(t: PricedTarget, zone: str | None, offset: int | None = None):
 
 
 @dataclass
-class AlibabaEcsPrices:
+class AlibabaEcsPrices(cloud.CloudPrices):
     """A PriceSource over the injected API (LiveEcs or ReplayEcs) for the targets passed in."""
 
     api: EcsApi  # LiveEcs(credentials) or ReplayEcs(directory)
-    targets: list[PricedTarget]  # the alibaba entries of the targets file
     config: AlibabaConfig = field(default_factory=AlibabaConfig)
-    credentials: Credentials | None = None  # only to redact them from every message
-    fetched_at: datetime | None = None  # default: now
-    sleep: Callable[[float], None] = time.sleep  # injected so tests do not wait out the backoff
-    failures: list[Failure] = field(default_factory=list, init=False)  # targets that could not be priced
-    skipped: Counter = field(default_factory=Counter, init=False)  # billing modes not offered
 
     name = PROVIDER
+    classify = staticmethod(classify)
 
     @property
     def location(self) -> str:
         return f"ECS DescribePrice/DescribeSpotPriceHistory via {self.api.where}"
 
-    def _call(self, fn, request):
-        return cloud.call_with_retries(lambda: fn(request), classify, redact=cloud.redactor(self.credentials),
-                                       attempts=self.config.attempts, backoff_s=self.config.backoff_s,
-                                       sleep=self.sleep)
-
     def fetch(self) -> list[PriceRow]:
-        when = (self.fetched_at or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
-        self.failures, self.skipped = [], Counter()
+        when = self._start()
         rows: list[PriceRow] = []
         for t in self.targets:
-            rows += self._target(t, when)
+            rows += self._each_mode(t, lambda mode, t=t: self._spot(t, when) if mode == "spot"
+                                    else self._listed(t, mode, when))
         return rows
-
-    def _target(self, t: PricedTarget, when: datetime) -> list[PriceRow]:
-        out: list[PriceRow] = []
-        for i, mode in enumerate(self.config.billing_modes):
-            try:
-                row = self._spot(t, when) if mode == "spot" else self._listed(t, mode, when)
-            except cloud.CallFailed as e:
-                failure = Failure(PROVIDER, t.describe(), e.kind, f"{mode}: {e}")
-                if e.kind in cloud.SOURCE_WIDE:
-                    raise cloud.SourceFailed(failure) from None
-                if e.kind == cloud.NOT_OFFERED:
-                    self.skipped[f"{mode} not offered"] += 1
-                    continue
-                if e.kind == cloud.NOT_SOLD and i == 0:  # not sold at all: one line, not one per mode
-                    self.failures.append(Failure(PROVIDER, t.describe(), e.kind, f"every billing mode: {e}"))
-                    return []
-                self.failures.append(failure)
-                continue
-            except PriceError as e:  # an answer that is not a usable price (e.g. zero)
-                self.failures.append(Failure(PROVIDER, t.describe(), cloud.REJECTED, f"{mode}: {e}"))
-                continue
-            if row is None:
-                self.skipped[f"{mode} not offered"] += 1
-            else:
-                out.append(row)
-        return out
 
     def _listed(self, t: PricedTarget, mode: str, when: datetime) -> PriceRow:
         unit, period = PRICE_UNITS[mode]
-        resp = self._call(self.api.describe_price, _price_request(t, unit))
+        resp = self._call(lambda: self.api.describe_price(_price_request(t, unit)))
         price = resp.body.price_info.price if resp.body.price_info else None
         if price is None:
             raise PriceError("the answer has no PriceInfo.Price")
@@ -241,7 +203,7 @@ class AlibabaEcsPrices:
         latest: dict[str, object] = {}
         offset = None
         for _ in range(MAX_SPOT_PAGES):  # "NextOffset: the next page starts there" (API reference)
-            resp = self._call(self.api.describe_spot_price_history, _spot_request(t, zone, offset))
+            resp = self._call(lambda: self.api.describe_spot_price_history(_spot_request(t, zone, offset)))
             points = resp.body.spot_prices.spot_price_type if resp.body.spot_prices else []
             for p in points or []:
                 if p.spot_price is not None and (p.zone_id not in latest or p.timestamp > latest[p.zone_id].timestamp):

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Mapping, TypeVar
+from typing import Callable, ClassVar, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.errors import UserError
-from tasks.pricing.base import BILLING_MODES
+from tasks.pricing.base import BILLING_MODES, PriceError, PriceRow
+from tasks.pricing.http import replay_entry
 
 THROTTLED = "throttled"  # the API asked us to slow down: retried with backoff
 NETWORK = "network"  # no answer (DNS, TCP, TLS, timeout): retried with backoff
@@ -181,6 +184,60 @@ def call_with_retries(call: Callable[[], T], classify: Classifier, *, redact: Ca
     raise AssertionError("unreachable: attempts >= 1")
 
 
+@dataclass
+class CloudPrices:
+    """What the SDK price sources (alibaba.AlibabaEcsPrices, tencent.TencentCvmPrices) hold and do alike:
+    the injected API, the targets, config, credentials (only to redact them), the clock and the sleep,
+    and per target one row per configured billing mode with one failure discipline (KINDS above)."""
+
+    api: object  # the live SDK clients or their replay (each source names its Protocol)
+    targets: list[PricedTarget]  # the entries of the targets file with this source's provider
+    config: CloudConfig = field(default_factory=CloudConfig)  # each source's own subclass
+    credentials: Credentials | None = None  # only to redact them from every message
+    fetched_at: datetime | None = None  # default: now
+    sleep: Callable[[float], None] = time.sleep  # injected so tests do not wait out the backoff
+    failures: list[Failure] = field(default_factory=list, init=False)  # targets that could not be priced
+    skipped: Counter = field(default_factory=Counter, init=False)  # billing modes not offered
+
+    name: ClassVar[str]  # the provider: each source sets it
+    classify: ClassVar[Classifier]  # the SDK's error classifier: each source sets it (a staticmethod)
+
+    def _start(self) -> datetime:
+        """A fresh run: failures and skips cleared; the time every row is effective from and read at."""
+        self.failures, self.skipped = [], Counter()
+        return (self.fetched_at or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        return call_with_retries(fn, self.classify, redact=redactor(self.credentials),
+                                 attempts=self.config.attempts, backoff_s=self.config.backoff_s, sleep=self.sleep)
+
+    def _each_mode(self, t: PricedTarget, price: Callable[[str], PriceRow | None]) -> list[PriceRow]:
+        """price(mode) for every configured billing mode: None or NOT_OFFERED skips the mode, a source-wide
+        failure stops the source, NOT_SOLD on the first mode fails the target once, other failures the mode."""
+        out: list[PriceRow] = []
+        for i, mode in enumerate(self.config.billing_modes):
+            try:
+                row = price(mode)
+            except CallFailed as e:
+                if e.kind in SOURCE_WIDE:
+                    raise SourceFailed(Failure(self.name, t.describe(), e.kind, f"{mode}: {e}")) from None
+                if e.kind == NOT_SOLD and i == 0:  # not sold at all: one line, not one per mode
+                    self.failures.append(Failure(self.name, t.describe(), e.kind, f"every billing mode: {e}"))
+                    return []
+                if e.kind != NOT_OFFERED:
+                    self.failures.append(Failure(self.name, t.describe(), e.kind, f"{mode}: {e}"))
+                    continue
+                row = None
+            except PriceError as e:  # an answer that is not a usable price (e.g. no amount, zero)
+                self.failures.append(Failure(self.name, t.describe(), REJECTED, f"{mode}: {e}"))
+                continue
+            if row is None:
+                self.skipped[f"{mode} not offered"] += 1
+            else:
+                out.append(row)
+        return out
+
+
 class RecordingError(UserError):
     """A replay directory that cannot answer: no recording for a request, or a recorded field the SDK
     does not know. Not a price problem of one target, so never caught as one."""
@@ -214,19 +271,11 @@ class Recording:
         return " ".join([region, action, *(f"{k}={v}" for k, v in sorted(flat.items()))])
 
     def answer(self, region: str, action: str, params: dict) -> tuple[Path, dict]:
-        base = Path(self.directory)
-        index_path = base / "index.json"
-        try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise RecordingError(f"{index_path}: cannot read the replay index: {e}") from None
         key = self.key(region, action, params)
-        files = index.get(key)
-        if not files:
-            raise RecordingError(f"{index_path}: no recorded response for {key}")
+        files = replay_entry(self.directory, key, RecordingError)
         n = self.served.get(key, 0)
         self.served[key] = n + 1
-        path = base / files[min(n, len(files) - 1)]
+        path = Path(self.directory) / files[min(n, len(files) - 1)]
         try:
             return path, json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:

@@ -73,12 +73,17 @@ class ReplayClient:
             raise PriceError(f"{path}: cannot read the recorded response: {e}") from None
 
     def _file(self, url: str) -> Path:
-        base = Path(self.directory)
-        index_path = base / "index.json"
-        try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise PriceError(f"{index_path}: cannot read the replay index: {e}") from None
-        if url not in index:
-            raise PriceError(f"{index_path}: no recorded response for {url}")
-        return base / index[url]
+        return Path(self.directory) / replay_entry(self.directory, url)
+
+
+def replay_entry(directory: str, key: str, error: type[Exception] = PriceError):
+    """What a replay directory's index.json records for `key` (this client: a file for a URL;
+    cloud.Recording: a list of files for an SDK request); `error` names the index when it cannot."""
+    index_path = Path(directory) / "index.json"
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise error(f"{index_path}: cannot read the replay index: {e}") from None
+    if not index.get(key):
+        raise error(f"{index_path}: no recorded response for {key}")
+    return index[key]

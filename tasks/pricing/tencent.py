@@ -21,12 +21,10 @@ API reference: cloud.tencent.com/document/api/213/15726 (InquiryPriceRunInstance
 from __future__ import annotations
 
 import json
-import time
 import warnings
-from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable, Protocol
+from datetime import datetime
+from typing import Protocol
 
 from pydantic import Field
 
@@ -168,19 +166,14 @@ def _request(params: dict):
 
 
 @dataclass
-class TencentCvmPrices:
+class TencentCvmPrices(cloud.CloudPrices):
     """A PriceSource over the injected API (LiveCvm or ReplayCvm) for the targets passed in."""
 
     api: CvmApi  # LiveCvm(credentials) or ReplayCvm(directory)
-    targets: list[PricedTarget]  # the tencent entries of the targets file
     config: TencentConfig = field(default_factory=TencentConfig)
-    credentials: Credentials | None = None  # only to redact them from every message
-    fetched_at: datetime | None = None  # default: now
-    sleep: Callable[[float], None] = time.sleep  # injected so tests do not wait out the backoff
-    failures: list[Failure] = field(default_factory=list, init=False)
-    skipped: Counter = field(default_factory=Counter, init=False)
 
     name = PROVIDER
+    classify = staticmethod(classify)
 
     @property
     def location(self) -> str:
@@ -189,8 +182,7 @@ class TencentCvmPrices:
     def fetch(self) -> list[PriceRow]:
         if self.config.currency not in CURRENCIES:
             raise PriceError(f"[tencent] currency = {self.config.currency!r}: expected an ISO 4217 code (CNY, USD)")
-        when = (self.fetched_at or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
-        self.failures, self.skipped = [], Counter()
+        when = self._start()
         rows: list[PriceRow] = []
         for t in self.targets:
             zone = self.config.zones.get(t.region)
@@ -200,33 +192,13 @@ class TencentCvmPrices:
                                              f"[tencent] {missing} is not set in the sources file: the API prices "
                                              f"an instance in one zone with one image"))
                 continue
-            rows += self._target(t, zone, when)
+            rows += self._each_mode(t, lambda mode, t=t, zone=zone: self._price(t, mode, zone, when))
         return rows
 
-    def _target(self, t: PricedTarget, zone: str, when: datetime) -> list[PriceRow]:
-        out: list[PriceRow] = []
-        redact = cloud.redactor(self.credentials)
-        for i, mode in enumerate(self.config.billing_modes):
-            params = inquiry_params(t, mode, zone, self.config.image_id)
-            try:
-                resp = cloud.call_with_retries(
-                    lambda: self.api.inquiry_price_run_instances(t.region, _request(params)), classify,
-                    redact=redact, attempts=self.config.attempts, backoff_s=self.config.backoff_s, sleep=self.sleep)
-                out.append(self._row(t, mode, zone, resp, when))
-            except cloud.CallFailed as e:
-                failure = Failure(PROVIDER, t.describe(), e.kind, f"{mode}: {e}")
-                if e.kind in cloud.SOURCE_WIDE:
-                    raise cloud.SourceFailed(failure) from None
-                if e.kind == cloud.NOT_OFFERED:
-                    self.skipped[f"{mode} not offered"] += 1
-                elif e.kind == cloud.NOT_SOLD and i == 0:  # not sold at all: one line, not one per mode
-                    self.failures.append(Failure(PROVIDER, t.describe(), e.kind, f"every billing mode: {e}"))
-                    return []
-                else:
-                    self.failures.append(failure)
-            except PriceError as e:  # an answer that is not a usable price (e.g. no InstancePrice, zero)
-                self.failures.append(Failure(PROVIDER, t.describe(), cloud.REJECTED, f"{mode}: {e}"))
-        return out
+    def _price(self, t: PricedTarget, mode: str, zone: str, when: datetime) -> PriceRow:
+        params = inquiry_params(t, mode, zone, self.config.image_id)
+        return self._row(t, mode, zone, self._call(
+            lambda: self.api.inquiry_price_run_instances(t.region, _request(params))), when)
 
     def _row(self, t: PricedTarget, mode: str, zone: str, resp, when: datetime) -> PriceRow:
         charge, months, period = MODES[mode]

@@ -2,9 +2,11 @@
 
     python -m tasks.probe --profile quick --target local --out results/
 
-Everything under tasks/probe imports only the stdlib and torch (plus transformers/peft inside the
-fine-tune and pynvml where present): no pydantic, prefect, duckdb or polars, so an air-gapped GPU
-host can produce bundles. tests/test_probe_imports.py proves it.
+Rooms by what they measure: hardware/ (GEMM, memory, copies, storage, feed), finetune/, distributed/
+(multi-GPU) and host/ (fingerprint, NVML, datasheets); runner.py sequences them by a named profile
+(profiles.py) into the bundle's records (record.py). All of it imports only the stdlib and torch
+(transformers/peft inside the fine-tune, pynvml where present): no pydantic, prefect, duckdb or
+polars, so an air-gapped GPU host can produce bundles; tests/test_probe_torch_only.py proves it.
 """
 
 PROBE_VERSION = "0.4.0"  # bump when any benchmark's method changes (each also has its own version)

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", default="", help="comma-separated task groups to skip "
                     "(gemm, gemm_sustained, memory, hostdev, storage, feed, allreduce, finetune)")
     ap.add_argument("--presets", default=None, help="comma-separated fine-tune presets instead of "
-                    "the profile's (tasks/probe/presets.py), e.g. 8b-qlora,bert-large")
+                    "the profile's (tasks/probe/finetune/presets.py), e.g. 8b-qlora,bert-large")
     ap.add_argument("--model", default=None, help="fine-tune a local HF checkpoint dir (no download)")
     ap.add_argument("--tokenizer", default=None, help="local tokenizer dir (default: byte-level)")
     ap.add_argument("--data", default=None, help="Alpaca-format JSONL for the fine-tune "

@@ -157,9 +157,9 @@ class Profile:
     storage: StorageConfig = field(default_factory=StorageConfig)
     feed: FeedConfig = field(default_factory=FeedConfig)
     collectives: CollectivesConfig = field(default_factory=CollectivesConfig)
-    finetune_presets: tuple[str, ...] = ("tiny",)  # B's presets (tasks.probe.presets)
+    finetune_presets: tuple[str, ...] = ("tiny",)  # fine-tune presets (finetune/presets.py)
     finetune_budget_s: float = 600.0  # wall budget handed to the fine-tune
-    finetune_options: dict = field(default_factory=dict)  # B's FinetuneOptions fields, by name
+    finetune_options: dict = field(default_factory=dict)  # FinetuneOptions fields, by name
     retries: int = 0  # extra tries of a failed benchmark (every try is an attempt)
 
     def __post_init__(self):

@@ -13,7 +13,7 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from tasks.probe import nvml
+from tasks.probe.host import nvml
 
 
 def iso_now() -> str:

@@ -15,24 +15,28 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from tasks.canonical import SCHEMA_VERSION, canonical_json, seal
-from tasks.probe import PROBE_VERSION, gemm
-from tasks.probe.collectives import measure_collectives
-from tasks.probe.envinfo import fingerprint
-from tasks.probe.feed import measure_feed
-from tasks.probe.hostdev import measure_hostdev
-from tasks.probe.membw import measure_memory
-from tasks.probe.nvml import Sampler
+from tasks.probe import PROBE_VERSION
+from tasks.probe.distributed.collectives import measure_collectives
+from tasks.probe.finetune.run import check_inputs, run_finetunes
+from tasks.probe.hardware import gemm
+from tasks.probe.hardware.feed import measure_feed
+from tasks.probe.hardware.gemm_sustained import measure_sustained
+from tasks.probe.hardware.hostdev import measure_hostdev
+from tasks.probe.hardware.memory import measure_memory
+from tasks.probe.hardware.storage import measure_storage
+from tasks.probe.host.environment import fingerprint
+from tasks.probe.host.interconnect import fingerprint as interconnect_fingerprint
+from tasks.probe.host.nvml import Sampler
+from tasks.probe.host.specs import UNKNOWN, lookup
 from tasks.probe.profiles import Profile, get_profile, with_data_dir
-from tasks.probe.record import attempt, iso_now, run_task
-from tasks.probe.specs import UNKNOWN, lookup
-from tasks.probe.storage import measure_storage
-from tasks.probe.sustained import measure_sustained
+from tasks.probe.record import attempt, classify, iso_now, run_task
 
 TASK_GROUPS = ("gemm", "gemm_sustained", "memory", "hostdev", "storage", "feed", "allreduce",
                "finetune")  # names accepted by --skip
@@ -61,19 +65,10 @@ def _spec_for(env: dict) -> tuple[Any, str | None]:
 def _finetunes(prof: Profile, device: str, sampler, attempts: list) -> list[dict]:
     t, started = time.perf_counter(), iso_now()
     try:
-        from tasks.probe.finetune import run_finetunes
-    except ImportError as e:
-        attempts.append(attempt("finetune", 1, "skipped", time.perf_counter() - t,
-                                started_at=started,
-                                message=f"fine-tune module tasks.probe.finetune unavailable: {e}"))
-        return []
-    try:
         fts, atts = run_finetunes(list(prof.finetune_presets), device=device, sampler=sampler,
                                   budget_s=prof.finetune_budget_s,
                                   options=dict(prof.finetune_options) or None)
-    except Exception as e:  # B's runner records its own failures; this is the backstop
-        from tasks.probe.record import classify
-
+    except Exception as e:  # run_finetunes records its own failures; this is the backstop
         attempts.append(attempt("finetune", 1, "failed", time.perf_counter() - t,
                                 error_kind=classify(e), message=f"{type(e).__name__}: {e}",
                                 started_at=started))
@@ -83,12 +78,10 @@ def _finetunes(prof: Profile, device: str, sampler, attempts: list) -> list[dict
 
 
 def _interconnect() -> dict:
-    """G's interconnect extras (NVLink/P2P/topology) when that module is present."""
+    """The interconnect extras (NVLink/P2P/topology)."""
     try:
-        from tasks.probe.interconnect import fingerprint as interconnect_fingerprint
-
         extra = interconnect_fingerprint()
-    except Exception as e:  # optional module: its absence or failure must not cost the bundle
+    except Exception as e:  # a fingerprint failure must not cost the bundle
         return {"interconnect_error": f"{type(e).__name__}: {e}"[:300]}
     ok = (str, int, float, bool, type(None))
     return {k: v for k, v in extra.items()
@@ -194,20 +187,11 @@ def run_probe(profile: str, target: str, out_dir: str, *, origin: dict | None = 
     the profile's fine-tune presets (the bundle lists what ran)."""
     prof = with_data_dir(get_profile(profile), data_dir)
     if presets:
-        from dataclasses import replace
-
         prof = replace(prof, finetune_presets=tuple(presets))
     if finetune_options:  # the CLI's --model/--tokenizer/--data, over the profile's own options
-        from dataclasses import replace
-
         prof = replace(prof, finetune_options={**prof.finetune_options, **finetune_options})
     if "finetune" not in skip:  # a bad --data/--model fails here in seconds, before the GEMM sweep
-        try:
-            from tasks.probe.finetune import check_inputs
-        except ImportError:
-            check_inputs = None
-        if check_inputs is not None:
-            check_inputs(list(prof.finetune_presets), dict(prof.finetune_options) or None)
+        check_inputs(list(prof.finetune_presets), dict(prof.finetune_options) or None)
     unknown = set(skip) - set(TASK_GROUPS)
     if unknown:
         raise ValueError(f"skip = {sorted(unknown)}: expected names from {list(TASK_GROUPS)}")

@@ -20,7 +20,7 @@ FAILURE_TARGET_S = 15.0  # a crash is seen at once; the survivors get grace_s, t
 
 
 def _cpu() -> int:
-    from tasks.probe.distributed import CPU_CI, run_multi_gpu
+    from tasks.probe.distributed.multi_gpu import CPU_CI, run_multi_gpu
 
     ok = True
     sweep = dataclasses.replace(CPU_CI, presets=(), allreduce_sizes_bytes=(1 << 20, 1 << 24))
@@ -50,8 +50,8 @@ def _cpu() -> int:
 
 
 def _gpu() -> int:
-    from tasks.probe.distributed import run_multi_gpu
-    from tasks.probe.interconnect import fingerprint
+    from tasks.probe.distributed.multi_gpu import run_multi_gpu
+    from tasks.probe.host.interconnect import fingerprint
 
     print("interconnect:", fingerprint())
     t = time.perf_counter()

@@ -32,7 +32,7 @@ def _iso(epoch: float) -> str:
 def _bundle(preset: str, rec: dict, attempts: list[dict], cols: dict, t0: float, t1: float) -> dict:
     from tasks.canonical import SCHEMA_VERSION, seal
     from tasks.probe import PROBE_VERSION
-    from tasks.probe.envinfo import fingerprint
+    from tasks.probe.host.environment import fingerprint
 
     keep = [i for i, ph in enumerate(cols.get("phase", [])) if ph == f"finetune:{preset}"]
     tele = {k: [v[i] for i in keep] for k, v in cols.items()} if keep else {k: [] for k in cols}
@@ -46,7 +46,7 @@ def _bundle(preset: str, rec: dict, attempts: list[dict], cols: dict, t0: float,
 
 
 def _row(r: dict) -> str:
-    from tasks.probe.steady import spread
+    from tasks.probe.finetune.steady import spread
 
     f = lambda v, fmt: format(v, fmt) if isinstance(v, (int, float)) else "-"  # noqa: E731
     sp = spread(r.get("window_tokens_per_s") or [])
@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv if argv is not None else [])
     import torch
 
-    from tasks.probe.finetune import run_finetunes
-    from tasks.probe.nvml import Sampler
-    from tasks.probe.steady import spread
+    from tasks.probe.finetune.run import run_finetunes
+    from tasks.probe.finetune.steady import spread
+    from tasks.probe.host.nvml import Sampler
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,9 +18,9 @@ import time
 
 import torch
 
-from tasks.probe import nvml
-from tasks.probe.gemm import time_shape
-from tasks.probe.timing import time_iters
+from tasks.probe.hardware.gemm import time_shape
+from tasks.probe.hardware.timing import time_iters
+from tasks.probe.host import nvml
 
 
 def _window_stats(sampler, w) -> dict:
@@ -66,7 +66,7 @@ def gemm_part(sampler, device: str) -> dict:
 
 
 def finetune_part(sampler, device: str) -> dict:
-    from tasks.probe.finetune import run_finetunes
+    from tasks.probe.finetune.run import run_finetunes
 
     t0 = time.time()
     recs, atts = run_finetunes(["1b"], device=device, sampler=sampler, budget_s=300,

@@ -9,7 +9,7 @@ docs/measurements/h200-gemm-search-repeats-2026-12-02.jsonl.
 import json
 import time
 
-from tasks.probe.gemm import search
+from tasks.probe.hardware.gemm import search
 from tasks.probe.profiles import STANDARD
 
 if __name__ == "__main__":

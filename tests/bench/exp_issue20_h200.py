@@ -35,7 +35,8 @@ def env_report() -> dict:
 
     import torch
 
-    from tasks.probe import container, qlora
+    from tasks.probe.finetune import qlora
+    from tasks.probe.host import container
 
     out = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0)}
     for pkg in ("transformers", "peft", "bitsandbytes", "torchao", "accelerate"):
@@ -61,9 +62,8 @@ def env_report() -> dict:
 def backend_runs() -> dict:
     """A Llama-shaped 1.3B base (hidden 2048, 16 layers, vocab 1024) as LoRA and as QLoRA through
     each working NF4 backend, micro-batch 2, 6 fixed steps: peak memory and tokens/s."""
-    from tasks.probe import presets as fpresets
-    from tasks.probe import qlora
-    from tasks.probe.finetune import run_finetunes
+    from tasks.probe.finetune import presets as fpresets, qlora
+    from tasks.probe.finetune.run import run_finetunes
 
     big = dict(hidden=2048, layers=16, heads=16, kv_heads=8, ffn=8192, vocab=1024, seq_len=256,
                micro_batch_max=2, gpu_only=None)
@@ -90,7 +90,7 @@ def backend_runs() -> dict:
 def run_sweep() -> dict:
     import torch
 
-    from tasks.probe.gemm_search import search
+    from tasks.probe.hardware.gemm_search import search
     from tasks.probe.profiles import STANDARD
 
     cfg = dataclasses.replace(STANDARD.gemm, exhaustive=True, budget_s=900.0)
@@ -101,7 +101,7 @@ def run_sweep() -> dict:
 
 
 def run_searches(n: int) -> list[dict]:
-    from tasks.probe.gemm_search import search
+    from tasks.probe.hardware.gemm_search import search
     from tasks.probe.profiles import STANDARD
 
     out = []

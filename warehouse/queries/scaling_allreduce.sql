@@ -1,5 +1,5 @@
 -- scaling_allreduce: the all-reduce sweep of each target's latest multi-GPU run, one row per size.
--- Source: measurements with benchmark 'allreduce' (tasks/probe/distributed.py): algbw and busbw
+-- Source: measurements with benchmark 'allreduce' (tasks/probe/distributed/multi_gpu.py): algbw and busbw
 -- (= algbw * 2(n-1)/n, nccl-tests) in GB/s, median over timed batches, IQR as spread.
 -- is_largest marks the largest size of that run (the bandwidth-bound figure a report headlines).
 -- $target: one target, or null for all of them.

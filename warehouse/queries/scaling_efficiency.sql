@@ -1,5 +1,5 @@
 -- scaling_efficiency: the measured multi-GPU scaling series, one row per (target, preset, n_gpus).
--- Source: the multi-GPU probe (tasks/probe/distributed.py). Its fine-tune rows are the ones with
+-- Source: the multi-GPU probe (tasks/probe/distributed/multi_gpu.py). Its fine-tune rows are the ones with
 -- scaling_efficiency not null: the n=1 baseline carries 1.0 by definition, n > 1 carries
 -- tokens/s(n) / (n * tokens/s(1)) measured in the same run. Plain single-GPU fine-tune rows
 -- (scaling_efficiency null) are not part of a series and are left out.

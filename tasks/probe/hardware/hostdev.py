@@ -16,10 +16,10 @@ from contextlib import nullcontext
 
 import torch
 
-from tasks.probe import nvml
+from tasks.probe.hardware.timing import iqr, median, time_iters
+from tasks.probe.host import nvml
 from tasks.probe.profiles import HostDevConfig
 from tasks.probe.record import NotApplicable, measurement
-from tasks.probe.timing import iqr, median, time_iters
 
 BENCHMARK = "hostdev"
 VERSION = "2"  # 2: link ceiling from the measured generation and width

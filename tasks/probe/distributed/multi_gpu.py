@@ -1,9 +1,9 @@
 """Multi-GPU probe: NCCL all-reduce sweep and data-parallel fine-tune scaling, one process per GPU.
 
-    .venv/bin/python -c "from tasks.probe.distributed import *; print(run_multi_gpu(CPU_CI, backend='gloo', timeout_s=120))"
+    .venv/bin/python -c "from tasks.probe.distributed.multi_gpu import *; print(run_multi_gpu(CPU_CI, backend='gloo', timeout_s=120))"
 
 The probe launches its ranks itself (the user never calls torchrun): this process hosts a TCPStore on
-a free 127.0.0.1 port and starts `python -m tasks.probe.distributed_worker` once per rank with
+a free 127.0.0.1 port and starts `python -m tasks.probe.distributed.worker` once per rank with
 NCCL_NVLS_ENABLE=0 forced into its environment. Each launch is one bundle attempt: a rank that
 crashes, raises or hangs becomes state "failed" with error_kind crash/timeout/oom/cuda_error; after
 the first failure the other ranks get `grace_s` to exit, then are killed, and the whole launch has a
@@ -12,11 +12,11 @@ measurements (benchmark "allreduce": algbw_gbps and busbw_gbps per size) and Fin
 n_gpus and scaling_efficiency = tokens/s(n) / (n * tokens/s(1)). The n=1 baseline uses the same
 worker with world size 1 (no gradient collectives). Imports: stdlib + torch only.
 
-Entry point (A's tasks.probe.collectives calls it on >= 2 GPUs):
+Entry point (collectives.py calls it on >= 2 GPUs):
     run_multi_gpu(profile_cfg, *, backend=None, nprocs=None, timeout_s) -> (measurements, finetunes, attempts)
-Attempt tasks: "allreduce", "finetune_ddp:<preset>:n<N>" (kept apart from B's "finetune:<preset>"
+Attempt tasks: "allreduce", "finetune_ddp:<preset>:n<N>" (kept apart from the fine-tune's "finetune:<preset>"
 so a multi-GPU failure does not move the single-GPU rerun rate). Interconnect extras for
-environment.extra: tasks.probe.interconnect.fingerprint().
+environment.extra: tasks.probe.host.interconnect.fingerprint().
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tasks.probe.bandwidth import algbw_gbps, busbw_gbps  # algbw, algbw*2(n-1)/n (nccl-tests)
-from tasks.probe.distributed_launch import FORCED_ENV, launch  # noqa: F401  (FORCED_ENV re-exported)
-from tasks.probe.presets import get_preset
+from tasks.probe.distributed.bandwidth import algbw_gbps, busbw_gbps  # algbw, algbw*2(n-1)/n (nccl-tests)
+from tasks.probe.distributed.launch import FORCED_ENV, launch  # noqa: F401  (FORCED_ENV re-exported)
+from tasks.probe.finetune.plan import missing_library
+from tasks.probe.finetune.presets import get_preset
+from tasks.probe.hardware.timing import iqr, median, percentile
 from tasks.probe.record import attempt, iso_now, measurement
-from tasks.probe.timing import iqr, median, percentile
 
 BENCHMARK_VERSION = "1"  # bump when the sweep's method changes (sizes do not: they are params)
 STRATEGIES = ("ddp", "fsdp2", "auto")
@@ -45,7 +46,7 @@ class MultiGpuConfig:
     allreduce_warmup: int = 5  # untimed collectives per size: NCCL sets up channels, clocks ramp
     allreduce_repeats: int = 7  # timed batches per size: median and IQR over these
     allreduce_iters: int = 10  # collectives per batch, averaged: hides launch latency at 1 MiB
-    presets: tuple[str, ...] = ("1b",)  # fine-tune presets run data-parallel (B's tasks.probe.presets)
+    presets: tuple[str, ...] = ("1b",)  # fine-tune presets run data-parallel (finetune/presets.py)
     finetune_warmup_steps: int = 3  # untimed steps: allocator, cuBLAS and DDP bucket setup
     finetune_timed_steps: int = 10  # timed steps; the median step time gives tokens/s
     micro_batch: int | None = None  # per GPU, same for n=1 and n; None: the preset's micro_batch_max
@@ -93,7 +94,7 @@ CPU_CI = MultiGpuConfig(
 
 
 def config_from(profile_cfg: Any) -> MultiGpuConfig:
-    """MultiGpuConfig from A's Profile (collectives sizes/iters, finetune presets), a name or itself."""
+    """MultiGpuConfig from a Profile (collectives sizes/iters, finetune presets), a name or itself."""
     if isinstance(profile_cfg, MultiGpuConfig):
         return profile_cfg
     if isinstance(profile_cfg, str):
@@ -133,7 +134,7 @@ def busbw_peak(gpu_name: str | None, interconnect: str) -> tuple[float | None, s
     """Ceiling of all-reduce busbw: one direction of the GPU's NVLink (the catalog's nvlink_gbps is
     both directions, e.g. H200 900 -> 450 GB/s). nccl-tests' busbw is per direction and comparable to
     it for any rank count. Only when every GPU pair is on NVLink; None otherwise (no PCIe guess)."""
-    from tasks.probe.specs import lookup
+    from tasks.probe.host.specs import lookup
 
     spec = lookup(gpu_name, warn=False)
     if interconnect != "nvlink" or not spec.nvlink_gbps:
@@ -196,10 +197,10 @@ def _failed_finetune(preset: str, n: int, backend: str, out: dict, cfg: MultiGpu
 
 
 def _precision(backend: str) -> str:
-    """B's precision rule for this host's GPU 0 (the workers apply the same rule)."""
+    """The fine-tune's precision rule for this host's GPU 0 (the workers apply the same rule)."""
     import torch
 
-    from tasks.probe.train import choose_precision
+    from tasks.probe.finetune.train import choose_precision
 
     if backend != "nccl":
         return choose_precision("cpu", None)[0]
@@ -257,11 +258,12 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
     for preset in cfg.presets:
         baseline_tps = None
         micro_batch = cfg.micro_batch or get_preset(preset).micro_batch_max
-        if get_preset(preset).mode == "qlora":  # QLoRA is rented on one GPU: never launched
+        why = missing_library(get_preset(preset)) or ("QLoRA presets are not run data-parallel by this "
+              "probe (4-bit fine-tunes fit one GPU; that is what they are for)"
+              if get_preset(preset).mode == "qlora" else None)  # QLoRA is rented on one GPU
+        if why:
             attempts.append(attempt(f"finetune_ddp:{preset}", 1, "not_applicable", 0.0,
-                                    started_at=iso_now(),
-                                    message="QLoRA presets are not run data-parallel by this probe "
-                                            "(4-bit fine-tunes fit one GPU; that is what they are for)"))
+                                    started_at=iso_now(), message=why))
             continue
         for n in ([1] if cfg.baseline or world == 1 else []) + ([world] if world >= 2 else []):
             task, first = f"finetune_ddp:{preset}:n{n}", len(attempts)
@@ -270,7 +272,7 @@ def run_multi_gpu(profile_cfg: Any, *, backend: str | None = None, nprocs: int |
                           micro_batch=micro_batch)
                 if out["ok"] or out.get("skipped") or out["error_kind"] != "oom" or micro_batch == 1:
                     break
-                micro_batch //= 2  # OOM ladder (as B's fine-tune): halve, retry; n>1 starts here too
+                micro_batch //= 2  # OOM ladder (as the fine-tune's): halve, retry; n>1 starts here too
             if not out["ok"]:
                 if out["error_kind"] == "oom":  # not even micro-batch 1 fits: too small, not unreliable
                     for a in attempts[first:]:
@@ -289,7 +291,7 @@ def _link(backend: str) -> tuple[str, float | None, str | None]:
         return "none", None, None
     import torch
 
-    from tasks.probe.interconnect import fingerprint
+    from tasks.probe.host.interconnect import fingerprint
 
     try:
         kind = str(fingerprint().get("interconnect", "unknown"))

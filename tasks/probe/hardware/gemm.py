@@ -1,10 +1,10 @@
 """GEMM throughput: bf16/fp16/tf32/fp32 best-shape search + the classic 2048^3 fp32 mm -> Measurements.
 
-    python -m tasks.probe.gemm --dtype bf16 --compare --out /tmp/gemm.json   # sweep vs search
+    python -m tasks.probe.hardware.gemm --dtype bf16 --compare --out /tmp/gemm.json   # sweep vs search
 
 How one shape is timed (random operands, L2 flushed, per-call CUDA events, MAMF statistic) is
-tasks/probe/gemm_time.py; where the best shape is looked for (the exhaustive sweep of `full`, the
-guided search of `standard`) is tasks/probe/gemm_search.py. This module turns a search into the
+tasks/probe/hardware/gemm_time.py; where the best shape is looked for (the exhaustive sweep of `full`, the
+guided search of `standard`) is tasks/probe/hardware/gemm_search.py. This module turns a search into the
 bundle's measurement: the best refined shape's figure, its plain median and max, and the refined
 candidates (`top_shapes`, `top_tflops`) that the sustained benchmark ranks at the power cap. On
 CPU only fp32 runs, at one square size.
@@ -20,12 +20,12 @@ from dataclasses import replace
 
 import torch
 
-from tasks.probe.gemm_search import KNOWN_GOOD, grid, search  # noqa: F401  (re-exported)
-from tasks.probe.gemm_time import TORCH_DTYPES, flush_buffer, time_shape
+from tasks.probe.hardware.gemm_search import KNOWN_GOOD, grid, search  # noqa: F401  (re-exported)
+from tasks.probe.hardware.gemm_time import TORCH_DTYPES, flush_buffer, time_shape
+from tasks.probe.hardware.timing import is_cuda
+from tasks.probe.host.specs import GpuSpec
 from tasks.probe.profiles import GemmConfig
 from tasks.probe.record import NotApplicable, measurement
-from tasks.probe.specs import GpuSpec
-from tasks.probe.timing import is_cuda
 
 BENCHMARK = "gemm"
 VERSION = "5"  # 5: search inside the sweep's grid, model-ranked seeds, two-shape hill-climb, refined

@@ -1,6 +1,6 @@
 """Alpaca-format instruction data for the fine-tune: load, tokenise, pack to seq_len, DataLoader.
 
-    .venv/bin/python -m tasks.probe.data tasks/probe/data/alpaca_sample.jsonl   # (re)generate the sample
+    .venv/bin/python -m tasks.probe.finetune.data tasks/probe/finetune/alpaca_sample.jsonl   # (re)generate the sample
 
 Records are JSON objects with string fields instruction, output and optional input, one per line
 (blank lines are skipped). Each record is rendered with the Stanford Alpaca prompt template, wrapped
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
-SAMPLE_PATH = Path(__file__).with_name("data") / "alpaca_sample.jsonl"
+SAMPLE_PATH = Path(__file__).with_name("alpaca_sample.jsonl")
 
 # Stanford Alpaca (github.com/tatsu-lab/stanford_alpaca, train.py PROMPT_DICT, read 2026-12-02).
 PROMPT_INPUT = ("Below is an instruction that describes a task, paired with an input that provides further "

@@ -1,17 +1,16 @@
 """Collectives entry: NCCL all-reduce algbw/busbw over a size sweep when >= 2 GPUs are visible.
 
-    python -c "from tasks.probe.collectives import measure_collectives; print(measure_collectives(None, device='cpu'))"
+    python -c "from tasks.probe.distributed.collectives import measure_collectives; print(measure_collectives(None, device='cpu'))"
 
-The formulas (algbw, busbw = algbw * 2(n-1)/n) live in tasks.probe.bandwidth and are re-exported
-here; the process launch lives in G's tasks.probe.distributed; with one GPU (or none) the task is
-recorded as not applicable, never as failed.
+The formulas (algbw, busbw = algbw * 2(n-1)/n) are bandwidth.py's, the launch multi_gpu.py's; with
+one GPU (or none) the task is recorded as not applicable, never as failed.
 """
 
 from __future__ import annotations
 
 import time
 
-from tasks.probe.bandwidth import algbw_gbps, busbw_gbps  # noqa: F401  (re-exported)
+from tasks.probe.distributed.multi_gpu import run_multi_gpu
 from tasks.probe.record import attempt, classify, iso_now
 
 
@@ -33,14 +32,8 @@ def measure_collectives(profile, *, device: str) -> tuple[list, list, list]:
                                 message=f"all-reduce needs >= 2 GPUs; {n} visible")]
     t = time.perf_counter()
     try:
-        from tasks.probe.distributed import run_multi_gpu
-    except ImportError as e:
-        return [], [], [attempt("allreduce", 1, "skipped", time.perf_counter() - t,
-                                started_at=started,
-                                message=f"multi-GPU module tasks.probe.distributed unavailable: {e}")]
-    try:
         return run_multi_gpu(profile, timeout_s=profile.collectives.timeout_s)
-    except Exception as e:  # G's launcher should record its own failures; this is the backstop
+    except Exception as e:  # run_multi_gpu should record its own failures; this is the backstop
         return [], [], [attempt("allreduce", 1, "failed", time.perf_counter() - t,
                                 error_kind=classify(e), message=f"{type(e).__name__}: {e}",
                                 started_at=started)]

@@ -1,6 +1,6 @@
 """DataLoader next() latency: how fast the host feeds batches (workers + pin_memory).
 
-    python -c "from tasks.probe.feed import measure_feed; from tasks.probe.profiles import QUICK; \
+    python -c "from tasks.probe.hardware.feed import measure_feed; from tasks.probe.profiles import QUICK; \
 print(measure_feed(QUICK.feed, device='cpu'))"
 
 A synthetic image dataset decodes and normalises uint8 images in DataLoader workers (the CPU work
@@ -17,9 +17,9 @@ import time
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from tasks.probe.hardware.timing import mean, percentile
 from tasks.probe.profiles import FeedConfig
 from tasks.probe.record import measurement
-from tasks.probe.timing import mean, percentile
 
 BENCHMARK = "feed"
 VERSION = "1"

@@ -1,8 +1,8 @@
 """The short fine-tune benchmark: presets x (auto micro-batch, precision, compile) -> bundle records.
 
-    .venv/bin/python -c "from tasks.probe.finetune import run_finetunes; print(run_finetunes(['tiny'], device='cpu', sampler=None, budget_s=60, options={'steps': 8})[0][0]['tokens_per_s'])"
+    .venv/bin/python -c "from tasks.probe.finetune.run import run_finetunes; print(run_finetunes(['tiny'], device='cpu', sampler=None, budget_s=60, options={'steps': 8})[0][0]['tokens_per_s'])"
 
-Entry point for A's runner:
+Entry point for the probe's runner:
     run_finetunes(presets, *, device, sampler, budget_s, options=None) -> (finetunes, attempts)
 Each try of each preset is one attempt (task "finetune:<preset>"). On CUDA OOM the micro-batch
 halves and the run is retried (a failed attempt, error_kind "oom": the cost model's rerun signal).
@@ -24,14 +24,14 @@ from pathlib import Path
 
 import torch
 
-from tasks.probe import data as fdata
-from tasks.probe import presets as fpresets
-from tasks.probe.encoder import mask_token_id
-from tasks.probe.finetune_plan import not_applicable, plan  # noqa: F401  (plan: re-exported)
-from tasks.probe.finetune_record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
-from tasks.probe.flops import flops_per_token, mfu
-from tasks.probe.steady import steady_steps
-from tasks.probe.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
+from tasks.probe.finetune import data as fdata
+from tasks.probe.finetune import presets as fpresets
+from tasks.probe.finetune.encoder import mask_token_id
+from tasks.probe.finetune.flops import flops_per_token, mfu
+from tasks.probe.finetune.plan import not_applicable, plan  # noqa: F401  (plan: re-exported)
+from tasks.probe.finetune.record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
+from tasks.probe.finetune.steady import steady_steps
+from tasks.probe.finetune.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
                                make_scaler, make_step, timed_phase)
 
 GPU_WARMUP_S = 20.0  # FinetuneOptions.warmup_min_s's GPU default (why: see that field)
@@ -50,7 +50,7 @@ def _peak(device: torch.device, precision: str, opts: FinetuneOptions) -> float 
         return opts.peak_tflops
     if device.type != "cuda":
         return None  # no catalog peak for CPUs: MFU stays NULL
-    from tasks.probe import specs
+    from tasks.probe.host import specs
 
     return specs.lookup(torch.cuda.get_device_name(device)).peak_tflops(precision)
 

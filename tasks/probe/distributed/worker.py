@@ -1,4 +1,4 @@
-"""One rank of a multi-GPU probe job; started by tasks.probe.distributed, never by a person.
+"""One rank of a multi-GPU probe job; started by tasks.probe.distributed.multi_gpu, never by a person.
 
     python -m pytest -q tests/test_distributed.py   # drives it through run_multi_gpu (gloo, 2 ranks)
 
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from tasks.probe.distributed_launch import INJECT_ENV, classify_text
+from tasks.probe.distributed.launch import INJECT_ENV, classify_text
 
 # What the launcher handed this rank, read before main() re-asserts it (the sweep reports it).
 NVLS_AT_START = os.environ.get("NCCL_NVLS_ENABLE")
@@ -127,14 +127,14 @@ def allreduce_sweep(job: dict[str, Any], device: torch.device) -> dict[str, Any]
 
 
 def _strategy(requested: str, preset, micro_batch: int, precision: str, device: torch.device) -> str:
-    """"auto": FSDP2 when B's memory model says weights + grads + AdamW states would not fit one GPU."""
+    """"auto": FSDP2 when presets.estimate_bytes says weights + grads + AdamW states would not fit one GPU."""
     if dist.get_world_size() == 1:
         return "single"  # the n=1 baseline: the same loop with no gradient collectives
     if requested != "auto":
         return requested
     if device.type != "cuda":
         return "ddp"
-    from tasks.probe.presets import estimate_bytes
+    from tasks.probe.finetune.presets import estimate_bytes
 
     need = estimate_bytes(preset, micro_batch, precision=precision, checkpointing=False)
     return "fsdp2" if need > 0.9 * torch.cuda.get_device_properties(device).total_memory else "ddp"
@@ -159,12 +159,12 @@ def _wrap(model: torch.nn.Module, strategy: str, device: torch.device) -> torch.
 
 
 def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    """Data-parallel steps of one preset with B's model, optimizer and step; step time = max over ranks.
+    """Data-parallel steps of one preset with the fine-tune's model, optimizer, step; step time = max over ranks.
 
     Each rank trains on its own micro-batches of the packed Alpaca sample (as data parallelism does);
     the per-GPU micro-batch and sequence length are identical for n=1 and n, so the ratio is fair.
     """
-    from tasks.probe import data, flops, presets, train
+    from tasks.probe.finetune import data, flops, presets, train
 
     cfg, rank, world = job["config"], dist.get_rank(), dist.get_world_size()
     p = presets.get_preset(job["preset"])
@@ -179,8 +179,8 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
     scaler = train.make_scaler(precision, device.type)
     tok = data.ByteTokenizer()
     mlm = None
-    if p.objective == "mlm":  # encoders train as masked LMs (B's encoder.mlm_batch, same recipe)
-        from tasks.probe.encoder import mask_token_id
+    if p.objective == "mlm":  # encoders train as masked LMs (encoder.mlm_batch, same recipe)
+        from tasks.probe.finetune.encoder import mask_token_id
 
         mlm = (mask_token_id(tok, p.vocab), len(tok))
     step = train.make_step(model, opt, precision=precision, device=str(device), scaler=scaler,
@@ -226,8 +226,9 @@ def finetune(job: dict[str, Any], device: torch.device) -> dict[str, Any]:
 
 
 def _flops(p, mcfg, meta: dict, seq_len: int, precision: str, device: torch.device):
-    """(training FLOPs per token, per-GPU peak TFLOP/s) by B's flops.py and A's catalog, as B does."""
-    from tasks.probe import flops, specs
+    """(training FLOPs per token, per-GPU peak TFLOP/s) as the single-GPU fine-tune has them."""
+    from tasks.probe.finetune import flops
+    from tasks.probe.host import specs
 
     fpt = flops.flops_per_token(mode="lora" if p.mode == "qlora" else p.mode,
                                 n_non_embedding=meta["params_non_embedding"],

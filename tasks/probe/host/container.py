@@ -1,6 +1,6 @@
 """Which container image (or at least which container runtime) the probe runs in. Pure but for reads.
 
-    python -c "from tasks.probe.container import detect; print(detect())"
+    python -c "from tasks.probe.host.container import detect; print(detect())"
 
 The bundle's `environment.container_image` was always null. A container can tell, from inside,
 only what its runtime chose to expose, so the sources are tried from the most to the least exact:

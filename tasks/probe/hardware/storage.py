@@ -1,6 +1,6 @@
 """Storage read speed for data feeding: one big sequential file, and many small files.
 
-    python -c "from tasks.probe.storage import measure_storage; from tasks.probe.profiles import QUICK; \
+    python -c "from tasks.probe.hardware.storage import measure_storage; from tasks.probe.profiles import QUICK; \
 print(measure_storage(QUICK.storage))"
 
 The probe writes its own files under `data_dir` (a fresh sub-directory, removed afterwards),
@@ -16,9 +16,9 @@ import shutil
 import tempfile
 import time
 
+from tasks.probe.hardware.timing import median
 from tasks.probe.profiles import StorageConfig
 from tasks.probe.record import measurement
-from tasks.probe.timing import median
 
 BENCHMARK = "storage"
 VERSION = "1"

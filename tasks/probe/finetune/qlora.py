@@ -41,6 +41,7 @@ def _torchao_nf4():
 
 def _check_bnb(device: torch.device) -> None:
     import bitsandbytes as bnb
+    import peft  # noqa: F401  (its bitsandbytes LoRA layer wraps the 4-bit projections)
 
     lin = bnb.nn.Linear4bit(256, 128, bias=False, compute_dtype=torch.bfloat16, quant_type="nf4",
                             device="meta")

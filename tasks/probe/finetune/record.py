@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from tasks.probe.steady import SteadyRule
-from tasks.probe.train import NonFiniteLoss, ProbeTimeout
+from tasks.probe.finetune.steady import SteadyRule
+from tasks.probe.finetune.train import NonFiniteLoss, ProbeTimeout
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class FinetuneOptions:
     #   fell ~0.3% per 4 s window for the first ~25 s after a 5 s warm-up, then ~0.1%; samples
     #   94a54702, ff7d6305), so timing starts past the steepest part of the drift
     steady: SteadyRule = field(default_factory=SteadyRule)  # issue 10.3 stop rule
-    peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/specs.py)
+    peak_tflops: float | None = None  # overrides the spec catalog (tasks/probe/host/specs.py)
     num_workers: int = 2  # DataLoader workers: real fine-tunes feed from worker processes
     memory_fraction: float | None = None  # CUDA: cap the allocator to simulate a smaller card
     inject_oom_above: int | None = None  # tests: OutOfMemoryError above this micro-batch (0: always)
@@ -88,8 +88,6 @@ def classify(exc: BaseException) -> tuple[str, str]:
 def _att(task, n, state, kind, message, duration_s, started_at) -> dict:
     return {"task": task, "attempt": n, "state": state, "error_kind": kind, "message": message,
             "duration_s": max(0.0, duration_s), "started_at": started_at}
-
-
 
 
 def base_record(p, device: torch.device, precision: str, compile_: bool) -> dict:

@@ -1,7 +1,7 @@
 """Device memory bandwidth: copy and triad, BabelStream's byte counting (bytes read + bytes written).
 
-    python -c "from tasks.probe.membw import measure_memory; from tasks.probe.profiles import QUICK; \
-from tasks.probe.specs import UNKNOWN; print(measure_memory(QUICK.memory, device='cpu', spec=UNKNOWN))"
+    python -c "from tasks.probe.hardware.memory import measure_memory; from tasks.probe.profiles import QUICK; \
+from tasks.probe.host.specs import UNKNOWN; print(measure_memory(QUICK.memory, device='cpu', spec=UNKNOWN))"
 
 copy:  b = a          counts 2 x bytes(a)  (one read, one write)
 triad: a = b + s * c  counts 3 x bytes(a)  (two reads, one write)
@@ -15,10 +15,10 @@ from contextlib import nullcontext
 
 import torch
 
+from tasks.probe.hardware.timing import iqr, is_cuda, median, time_iters
+from tasks.probe.host.specs import GpuSpec
 from tasks.probe.profiles import MemoryConfig
 from tasks.probe.record import measurement
-from tasks.probe.specs import GpuSpec
-from tasks.probe.timing import iqr, is_cuda, median, time_iters
 
 BENCHMARK = "memory"
 VERSION = "2"  # 2: per-pass events, read+write byte counting stated in params

@@ -1,6 +1,6 @@
 """Environment fingerprint: host, software stack and GPU state (NVML, falling back to nvidia-smi).
 
-    python -m tasks.probe.envinfo
+    python -m tasks.probe.host.environment
 
 Every field of the bundle's `environment` (DESIGN.md) is filled where the host can answer it and is
 None where it cannot; GPU fields are None on a CPU-only host, never guessed. `source` records
@@ -17,7 +17,7 @@ import socket
 import subprocess
 from typing import Any
 
-from tasks.probe import container, nvml
+from tasks.probe.host import container, nvml
 
 SMI_FIELDS = ("name", "uuid", "memory.total", "driver_version", "pcie.link.gen.current",
               "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",

@@ -1,14 +1,14 @@
 """Fine-tune model presets: named recipes, random init from a Llama or BERT config, no hub download.
 
-    .venv/bin/python -c "from tasks.probe.presets import build_preset; print(build_preset('tiny', 'cpu')[2])"
+    .venv/bin/python -c "from tasks.probe.finetune.presets import build_preset; print(build_preset('tiny', 'cpu')[2])"
 
 Every preset is one workload that every target runs the same way, so tokens/s compare like with
 like. Big models are built directly on the GPU (or the meta device for sizing): random init on a
 GPU takes seconds, a CPU init of 8B parameters takes minutes. `estimate_bytes` is the memory model
 that picks the first micro-batch guess and decides activation checkpointing; the OOM ladder in
-finetune.py corrects it when it is wrong. Decoders (arch "llama") train as causal LMs; the
-encoder (arch "bert", tasks/probe/encoder.py) as a masked LM; "qlora" presets keep the base in
-4-bit NF4 (tasks/probe/qlora.py).
+run.py corrects it when it is wrong. Decoders (arch "llama") train as causal LMs; the
+encoder (arch "bert", tasks/probe/finetune/encoder.py) as a masked LM; "qlora" presets keep the base in
+4-bit NF4 (tasks/probe/finetune/qlora.py).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def count_params(model) -> dict[str, int]:
     non-embedding count leaves out lookup tables (token, position, type embeddings) and the LoRA
     adapters (counted apart), but keeps every matmul, including an output head tied to the input
     embedding (BERT's MLM decoder multiplies by the word-embedding table at every position)."""
-    from tasks.probe.qlora import logical_numel
+    from tasks.probe.finetune.qlora import logical_numel
 
     emb_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
     total = trainable = embed = lora = 0
@@ -158,7 +158,7 @@ def _build_base(p: Preset, device, dtype: torch.dtype, model_path: str | None):
             model = BertForMaskedLM.from_pretrained(model_path, local_files_only=True, dtype=dtype,
                                                     attn_implementation="sdpa").to(device)
             return model, model.config, model_path.rstrip("/").split("/")[-1] or "model"
-        from tasks.probe.encoder import build_bert
+        from tasks.probe.finetune.encoder import build_bert
 
         return (*build_bert(p, device, dtype), "preset")
     from transformers import AutoModelForCausalLM, LlamaForCausalLM
@@ -186,7 +186,7 @@ def build_preset(name: str, device: str | torch.device, *, precision: str = "fp3
     p = preset or get_preset(name)
     base_dtype, train_dtype = param_dtypes(p.mode, precision)
     if p.mode == "qlora" and nf4_backend is None:
-        raise ValueError(f"{p.name}: a qlora preset needs nf4_backend (tasks.probe.qlora.backend())")
+        raise ValueError(f"{p.name}: a qlora preset needs nf4_backend (tasks.probe.finetune.qlora.backend())")
     t0 = time.perf_counter()
     torch.manual_seed(seed)
     model, cfg, source = _build_base(p, device, base_dtype if p.mode != "full" else train_dtype,
@@ -208,7 +208,7 @@ def build_preset(name: str, device: str | torch.device, *, precision: str = "fp3
             if prm.requires_grad:
                 prm.data = prm.data.to(train_dtype)
     elif p.mode == "qlora":
-        from tasks.probe.qlora import quantize_and_adapt
+        from tasks.probe.finetune.qlora import quantize_and_adapt
 
         model = quantize_and_adapt(model, p, nf4_backend, base_dtype, train_dtype, LORA_TARGETS)
     model.train()
@@ -229,7 +229,7 @@ def estimate_bytes(p: Preset, micro_batch: int, *, precision: str, checkpointing
     each layer's input plus one layer being recomputed; logits ~12*vocab bytes per token (bf16
     logits, fp32 loss and its gradient). Checked against the reference's 1b peaks (44.7 GB at
     micro-batch 8 eager: this says 48)."""
-    from tasks.probe.qlora import NF4_BYTES_PER_PARAM
+    from tasks.probe.finetune.qlora import NF4_BYTES_PER_PARAM
 
     h, f, kv = p.hidden, p.ffn, p.hidden * p.kv_heads / p.heads
     act_b = 2 if precision != "fp32" else 4

@@ -1,6 +1,6 @@
 """Timing helpers (CUDA events on GPU, perf_counter on CPU) and the statistics the probe reports.
 
-    python -c "from tasks.probe.timing import median, iqr; print(median([3, 1, 2]), iqr([1, 2, 3, 4]))"
+    python -c "from tasks.probe.hardware.timing import median, iqr; print(median([3, 1, 2]), iqr([1, 2, 3, 4]))"
 
 Discipline (STYLE.md rule 7, after mamf-finder and nvbandwidth): warm up and exclude the warm-up,
 time GPU work with CUDA events recorded on the stream (never a host clock around unsynchronised

@@ -1,6 +1,6 @@
 """Where a GPU's best GEMM shape is: the exhaustive grid sweep (truth) or a guided search (cost).
 
-    python -m tasks.probe.gemm --dtype bf16 --compare --out /tmp/gemm.json   # sweep vs search
+    python -m tasks.probe.hardware.gemm --dtype bf16 --compare --out /tmp/gemm.json   # sweep vs search
 
 `grid(dtype)` is the full profile's sweep: m, k in 1..8k and n in 1..16k, step 1024 (2048 for
 fp32/tf32), 1024 shapes in ~45 s on an H200. The standard profile's search must land within 2% of
@@ -27,7 +27,7 @@ import itertools
 import math
 import time
 
-from tasks.probe.gemm_time import flush_buffer, time_shape
+from tasks.probe.hardware.gemm_time import flush_buffer, time_shape
 
 MAX_SEARCH_SHAPES = 48  # hard cap: at ~60 ms a shape the search stays under 1/10 of the sweep
 K_OVERHEAD = 600  # k at which a tile's fixed cost equals its k-loop; fits 4096..10240 on an H200

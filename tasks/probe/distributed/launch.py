@@ -3,7 +3,7 @@
     .venv/bin/pytest -q tests/test_distributed.py -k crash
 
 `launch` hosts a TCPStore on a free 127.0.0.1 port (port 0: the OS picks, no race between choosing
-and binding), starts `python -m tasks.probe.distributed_worker` once per rank in its own session,
+and binding), starts `python -m tasks.probe.distributed.worker` once per rank in its own session,
 with NCCL_NVLS_ENABLE=0 forced last into its environment, and polls. After the first rank exits
 non-zero the others get `grace_s`; at the deadline every rank still running is SIGKILLed with its
 process group. The failure names the rank that failed first and what every rank did.
@@ -25,7 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 FORCED_ENV = {"NCCL_NVLS_ENABLE": "0"}  # NVLS multicast must stay off on the lent H200 hosts (KINDS.md)
 INJECT_ENV = "COSTGAP_DIST_INJECT"  # tests: fault injection, read by the worker (see there)
 REAP_TIMEOUT_S = 30.0  # a SIGKILLed rank inside a CUDA call can take seconds to leave the driver
@@ -83,7 +83,7 @@ def launch(job_kind: str, cfg, *, backend: str, world: int, deadline_s: float,
                 log = open(Path(tmp) / f"rank{rank}.log", "wb")
                 logs.append(log)
                 procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "tasks.probe.distributed_worker"], cwd=str(REPO_ROOT),
+                    [sys.executable, "-m", "tasks.probe.distributed.worker"], cwd=str(REPO_ROOT),
                     env=_child_env(rank, world, store.port, job, cfg, threads), stdin=subprocess.DEVNULL,
                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
             t0 = time.monotonic()

@@ -1,8 +1,8 @@
 """GPU spec catalog lookup: datasheet peaks for a GPU name as NVML or torch reports it.
 
-    python -c "from tasks.probe.specs import lookup; print(lookup('NVIDIA H200'))"
+    python -c "from tasks.probe.host.specs import lookup; print(lookup('NVIDIA H200'))"
 
-The catalog is tasks/probe/gpu_specs.json (a source and a date on every row). An unknown GPU gets
+The catalog is tasks/probe/host/gpu_specs.json (a source and a date on every row). An unknown GPU gets
 null peaks and a warning, never a made-up number; a precision a GPU lacks (V100 bf16) is null.
 """
 

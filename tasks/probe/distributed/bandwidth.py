@@ -1,10 +1,9 @@
 """All-reduce bandwidth formulas (nccl-tests' PERFORMANCE.md): algorithm and bus bandwidth. Pure.
 
-    python -c "from tasks.probe.bandwidth import busbw_gbps; print(busbw_gbps(100.0, 8))"
+    python -c "from tasks.probe.distributed.bandwidth import busbw_gbps; print(busbw_gbps(100.0, 8))"
 
 busbw = algbw * 2(n-1)/n: the bus bandwidth of a ring all-reduce, comparable across GPU counts.
-Kept apart from collectives.py (the task entry) and distributed.py (the launcher), which both use
-them, so neither imports the other for a formula.
+Kept apart from multi_gpu.py, which records them, so the formulas read and test on their own.
 """
 
 from __future__ import annotations

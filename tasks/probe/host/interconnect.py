@@ -1,6 +1,6 @@
 """Interconnect fingerprint of a multi-GPU host: NVLink links and state, P2P access, topology.
 
-    .venv/bin/python -c "from tasks.probe.interconnect import fingerprint; print(fingerprint())"
+    .venv/bin/python -c "from tasks.probe.host.interconnect import fingerprint; print(fingerprint())"
 
 Returns environment extras (a flat dict of scalars and lists of scalars, as bundle
 Environment.extra allows) for the runner to merge into environment.extra. Sources: NVML
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tasks.probe.envinfo import _smi  # one nvidia-smi runner for the whole probe
+from tasks.probe.host.environment import _smi  # one nvidia-smi runner for the whole probe
 
 NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h, 18 since Hopper; read 2026-12-02)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -57,7 +57,7 @@ def kind_of(links: dict[tuple[int, int], str]) -> str:
 
 
 def _nvlink_per_gpu() -> dict[str, Any]:
-    from tasks.probe import nvml
+    from tasks.probe.host import nvml
 
     nv, hs = nvml._nvml(), nvml.handles()
     if nv is None or not hs:

@@ -23,13 +23,14 @@ for like across types and over time whatever shape the search picked.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import torch
 
+from tasks.probe.hardware.timing import median, time_block, time_iters, trimmed_median
+from tasks.probe.host.specs import GpuSpec
 from tasks.probe.profiles import SustainedConfig
 from tasks.probe.record import NotApplicable, measurement
-from tasks.probe.specs import GpuSpec
-from tasks.probe.timing import median, time_block, time_iters, trimmed_median
 
 BENCHMARK = "gemm_sustained"
 VERSION = "2"  # 2: the held shape is the search candidate with the best power-capped rate; 1: the
@@ -101,9 +102,9 @@ def measure_sustained(cfg: SustainedConfig, *, device: str, shape: list[int] | N
     gpu = [torch.device(device).index or 0]
     windows, conds, total_s = [], [], 0.0
     t_end = time.perf_counter() + cfg.duration_s
-    with (sampler.window(gpus=gpu) if sampler else _Null()) as whole:
+    with (sampler.window(gpus=gpu) if sampler else nullcontext()) as whole:
         while time.perf_counter() < t_end or not windows:
-            with (sampler.window(gpus=gpu) if sampler else _Null()) as w:
+            with (sampler.window(gpus=gpu) if sampler else nullcontext()) as w:
                 seconds = time_block(fn, device=device, reps=reps)
             windows.append(flops * reps / seconds / 1e12)
             total_s += seconds
@@ -140,11 +141,3 @@ def measure_sustained(cfg: SustainedConfig, *, device: str, shape: list[int] | N
                                   window=whole))
     del fn
     return result
-
-
-class _Null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -2,10 +2,11 @@
 
     .venv/bin/pytest -q tests/test_finetune.py -k "plan or not_applicable"
 
-`not_applicable` answers first: a GPU-only preset on a CPU, or a QLoRA preset with no working NF4
-backend (tasks/probe/qlora.py), is not_applicable with the reason, never a failure. `plan` then
-turns the memory model (presets.estimate_bytes) and the card's free memory into the first guess
-of (activation checkpointing, micro-batch); the OOM ladder in finetune.py corrects a wrong guess.
+`not_applicable` answers first: a preset whose model library is not installed, a GPU-only preset on
+a CPU, or a QLoRA preset with no working NF4 backend (qlora.py) is not_applicable with the reason,
+never a failure. `plan` then turns the memory model (presets.estimate_bytes) and the card's free
+memory into the first guess of (activation checkpointing, micro-batch); run.py's OOM ladder
+corrects a wrong guess.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import math
 
 import torch
 
-from tasks.probe import presets as fpresets
-from tasks.probe.finetune_record import FinetuneOptions
+from tasks.probe.finetune import presets as fpresets
+from tasks.probe.finetune.record import FinetuneOptions
 
 TARGET_TOKENS_PER_STEP = 8192  # below this the GPU idles between kernels: worth checkpointing instead
 MEMORY_HEADROOM = 0.85  # of free memory the first guess may plan to use (fragmentation, workspaces)
@@ -23,18 +24,30 @@ MEMORY_HEADROOM = 0.85  # of free memory the first guess may plan to use (fragme
 
 def not_applicable(p: fpresets.Preset, dev: torch.device) -> tuple[str | None, tuple[str, str] | None]:
     """(why the preset cannot run here, or None; (NF4 backend, its note) for a qlora preset)."""
-    why = []
+    why = [w for w in (missing_library(p),) if w]
     if p.gpu_only and dev.type != "cuda":
         why.append(f"{p.name} needs a CUDA GPU ({p.gpu_only})")
     nf4 = None
     if p.mode == "qlora":
-        from tasks.probe import qlora
+        from tasks.probe.finetune import qlora
 
         name, nf4_note = qlora.backend(dev if dev.type == "cuda" else torch.device("cpu"))
         if name is None:
             why.append(nf4_note)
         nf4 = (name, nf4_note)
     return ("; ".join(why) or None), nf4
+
+
+def missing_library(p: fpresets.Preset) -> str | None:
+    """Why the preset's model library does not import here (transformers; peft for LoRA), or None:
+    a GPU host may have torch alone, and a missing library is a fact of the host, not a crash."""
+    try:
+        import transformers  # noqa: F401
+        if p.mode == "lora":
+            import peft  # noqa: F401
+    except ImportError as e:
+        return f"{p.name} needs {e.name or 'a library'}, not installed here ({e})"
+    return None
 
 
 def plan(p: fpresets.Preset, precision: str, device: torch.device, opts: FinetuneOptions):

@@ -2,7 +2,7 @@
 
     .venv/bin/pytest -q tests/test_finetune.py -k tiny
 
-Signatures other probes use (G's distributed fine-tune):
+Signatures other probes use (the distributed fine-tune):
     choose_precision(device_type: str, capability: tuple[int, int] | None) -> (precision, note)
     make_optimizer(model, lr: float, device_type: str) -> torch.optim.AdamW   (fused on CUDA)
     make_step(model, optimizer, *, precision: str, device: str, scaler=None, mlm=None) -> step(batch) -> loss
@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from tasks.probe.steady import SteadyRule, should_stop
+from tasks.probe.finetune.steady import SteadyRule, should_stop
 
 
 class ProbeTimeout(Exception):
@@ -63,7 +63,7 @@ def make_step(model, optimizer, *, precision: str, device: str, scaler=None,
     # fp16 keeps fp32 trainable weights and autocasts the matmuls; bf16 weights are already bf16.
     amp = (torch.autocast(dev.type, dtype=torch.float16) if precision == "fp16" else None)
     if mlm is not None:
-        from tasks.probe.encoder import mlm_batch
+        from tasks.probe.finetune.encoder import mlm_batch
 
         gen = torch.Generator(device=dev).manual_seed(seed)
 

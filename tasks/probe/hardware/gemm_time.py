@@ -1,6 +1,6 @@
 """Timing one GEMM shape (mamf-finder's method, our code): random operands, warm-up, per-call events.
 
-    python -c "from tasks.probe.gemm_time import time_shape; print(time_shape(256, 256, 256, 'fp32', 'cpu', warmup=1, iters=3, flush=None))"
+    python -c "from tasks.probe.hardware.gemm_time import time_shape; print(time_shape(256, 256, 256, 'fp32', 'cpu', warmup=1, iters=3, flush=None))"
 
 Method per shape: random operands (never zeros: they run faster), `warmup` untimed calls, then
 `iters` timed calls, each bracketed by its own CUDA events with an L2-sized buffer zeroed between
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import torch
 
-from tasks.probe.timing import iqr, is_cuda, median, median_top, time_iters
+from tasks.probe.hardware.timing import iqr, is_cuda, median, median_top, time_iters
 
 BURST_TOP = 5  # mamf-finder v4: the median of a shape's 5 fastest calls
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
