@@ -64,7 +64,7 @@ class Column:
                 return f"expected {what}{alt} (a plain decimal like 1.25)"
             x = float(text)
             if self.sign == "positive" and not x > 0:
-                return f"expected {what} > 0"
+                return f"expected {what.replace('a ', 'a positive ', 1) if what.startswith('a ') else what + ' > 0'}"
             if self.sign == "nonneg" and x < 0:
                 return f"expected {what} >= 0"
         elif self.kind == "date":
