@@ -153,7 +153,9 @@ def _free_dead(client, name: str, held: dict, say: Callable[[str], None]) -> Non
         client.release_concurrency_slots_with_lease(UUID(held["lease_id"]))
     limit = client.read_global_concurrency_limit_by_name(name)
     if limit.active_slots >= limit.limit:
-        client.release_concurrency_slots(names=[name], slots=1, occupancy_seconds=0)
+        since = datetime.fromisoformat(held["since"])
+        held_s = max((datetime.now(timezone.utc) - since).total_seconds(), 1.0)  # the API wants > 0
+        client.release_concurrency_slots(names=[name], slots=1, occupancy_seconds=held_s)
     how = "" if held.get("lease_id") else ", before it recorded its lease"
     say(f"freed the write slot of pid {held['pid']}, which ended without releasing it "
         f"(it asked for the slot at {held['since']}{how})")

@@ -26,7 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from flows.cli import app
 from tasks.bundle import BundleError, parse_bundle
 from tasks.errors import UserError
 from tasks.pricing import ecb, fx
@@ -286,19 +288,27 @@ def test_the_cli_refuses_damaged_files_and_changes_nothing(tmp_path):
     rates = tmp_path / "fx.csv"
     rates.write_text((REPO / "deploy/fx_rates.csv").read_text().replace("1.423558897243108", "1.42355x", 1))
     common = ("--warehouse", str(wh), "--results", str(store))
-    runs = {
-        "cut.csv:3: field 'JPY' = '147'": _costgap("fx", "import", str(cut), "--format", "ecb", *common),
-        "lambda-vms.csv:289: field 'GpuInfo'": _costgap("prices", "import", str(sky), "--format", "skypilot",
-                                                         *common),
-        "book.csv:3: field 'source'": _costgap("prices", "import", str(book), *common),
-        "fx.csv:2: field 'units_per_usd' = '1.42355x'": _costgap("fx", "import", str(rates), "--format", "csv",
-                                                                 *common),
+    proc = _costgap("fx", "import", str(cut), "--format", "ecb", *common)  # a real process: exit code 2
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 2 and not out.strip(), (out, err)
+    assert "cut.csv:3: field 'JPY' = '147'" in err and "Traceback" not in err, err
+    in_process = {  # the same CLI in this process (what main() prints with exit 2 is the UserError's text)
+        "lambda-vms.csv:289: field 'GpuInfo'": ("prices", "import", str(sky), "--format", "skypilot"),
+        "book.csv:3: field 'source'": ("prices", "import", str(book)),
+        "fx.csv:2: field 'units_per_usd' = '1.42355x'": ("fx", "import", str(rates), "--format", "csv"),
     }
-    for needle, proc in runs.items():
-        out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 2, (needle, out, err)
-        assert needle in err and "Traceback" not in err, (needle, err)
-        assert not out.strip(), out
+    for needle, args in in_process.items():
+        got = CliRunner().invoke(app, [*args, *common])
+        assert isinstance(got.exception, UserError) and needle in str(got.exception), (needle, got.output)
     assert _sha(wh) == before, "a refused file changed the warehouse"
     assert not any(store.rglob("*.jsonl*")), "a refused file was archived"
-    TRIED["cli end to end"] = len(runs)
+    whole = (REPO / "deploy/prices/lambda.csv").read_bytes()  # cut at a line end: the complete rows land
+    book.write_bytes(whole[:whole.index(b"\n", whole.index(b"\n") + 1) + 1])
+    other = tmp_path / "other.duckdb"
+    got = CliRunner().invoke(app, ["prices", "import", str(book), "--warehouse", str(other), "--results", str(store)])
+    assert got.exit_code == 0, got.output
+    con = warehouse(other)
+    landed = con.execute("select provider, region, instance_type, original_amount from prices").fetchall()
+    con.close()
+    assert landed == [("lambda", "us-east-1", "gpu_1x_a10", 0.75)]
+    TRIED["cli end to end"] = 2 + len(in_process)

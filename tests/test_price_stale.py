@@ -33,7 +33,7 @@ def _world(path) -> None:
     add_target(con, "C", "nowhere", "r", "unpriced", gpu_model="A10")
     add_env(con, "env0")
     add_price(con, "lambda", "us-east-1", "gpu_1x_a10", 0.75, seen=T0)
-    add_price(con, "lambda", "us-east-2", "gpu_1x_a10", 0.75, seen=END - timedelta(hours=1))
+    add_price(con, "lambda", "us-east-2", "gpu_1x_a10", 0.75, seen=END)
     for i in range(3):
         for t, x in (("A", 1000.0 + i), ("B", 900.0 + i), ("C", 800.0 + i)):
             add_run(con, f"{t}{i}", t, END - timedelta(days=3 - i), x)

@@ -167,7 +167,7 @@ def test_csv_and_yaml_price_books(tmp_path):
                    " price: 87600, period: year, effective_from: 2026-01-01}\n"
                    "  - {region: ap-shanghai, instance_type: GN10Xp.2XLARGE40, billing_mode: on_demand, currency: CNY,"
                    " price: 0, effective_from: 2026-01-01}\n")
-    with pytest.raises(PriceError, match=r"book.yaml: row 2: .*positive"):
+    with pytest.raises(PriceError, match=r"book.yaml:5: row 2: .*positive"):
         PriceBookFile(str(yml), "yaml").fetch()
 
 

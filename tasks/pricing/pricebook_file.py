@@ -101,8 +101,8 @@ class PriceBookFile:
         defaults = {k: v for k, v in doc.items() if k != "rows"}
         out = []
         for i, rec in enumerate(doc["rows"], start=1):
-            where = f"{path}:{lines[i - 1].start_mark.line + 1}" if i <= len(lines) else f"{path}: row {i}"
+            where = f"{path}:{lines[i - 1].start_mark.line + 1}: row {i}" if i <= len(lines) else f"{path}: row {i}"
             if not isinstance(rec, dict):
-                raise PriceError(f"{where}: row {i}: expected a mapping, got {rec!r}")
+                raise PriceError(f"{where}: expected a mapping, got {rec!r}")
             out.append(row_from_mapping({**defaults, **rec}, where=where, fetched_default=fetched))
         return out
