@@ -234,6 +234,7 @@ def test_recorded_answers_and_bundles_cut_or_damaged_are_refused(tmp_path):
             got = None
         assert got is None or (isinstance(k, int) and got == whole and not page[k:].strip()), k
         tried += 1
+    tried += _cut_sdk_answers(tmp_path, rng)
     raw = json.dumps(bundle_doc()).encode()
     parse_bundle(raw, file="b.json")
     for k in rng.sample(range(1, len(raw) - 1), 60):
@@ -241,6 +242,41 @@ def test_recorded_answers_and_bundles_cut_or_damaged_are_refused(tmp_path):
             parse_bundle(raw[:k], file="b.json")
         tried += 1
     TRIED["json answers and bundles"] = tried
+
+
+def _cut_sdk_answers(tmp_path: Path, rng: random.Random) -> int:
+    """Recorded Alibaba and Tencent answers cut anywhere: the source refuses, nothing is read from them."""
+    from tasks.pricing import cloud
+    from tasks.pricing.alibaba import AlibabaEcsPrices, ReplayEcs
+    from tasks.pricing.config import TencentConfig
+    from tasks.pricing.tencent import ReplayCvm, TencentCvmPrices
+
+    def alibaba(d):
+        return AlibabaEcsPrices(ReplayEcs(str(d)), [cloud.PricedTarget("A", "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge")],
+                                fetched_at=WHEN, sleep=lambda _s: None).fetch()
+
+    def tencent(d):
+        cfg = TencentConfig(zones={"ap-guangzhou": "ap-guangzhou-3"}, image_id="img-487zeit5", backoff_s=0.25)
+        return TencentCvmPrices(ReplayCvm(str(d)), [cloud.PricedTarget("T", "ap-guangzhou", "GN10Xp.2XLARGE40")],
+                                cfg, None, WHEN, sleep=lambda _s: None).fetch()
+
+    tried = 0
+    for provider, answer, fetch in (("alibaba", "gn7i-hour.json", alibaba), ("tencent", "gn10xp-hour.json", tencent)):
+        d = tmp_path / provider
+        d.mkdir()
+        for f in (FIXTURES / provider).glob("*.json"):
+            (d / f.name).write_bytes(f.read_bytes())
+        (d / "errors").mkdir()
+        for f in (FIXTURES / provider / "errors").iterdir():
+            (d / "errors" / f.name).write_bytes(f.read_bytes())
+        assert fetch(d), provider
+        page = (FIXTURES / provider / answer).read_bytes()
+        for k in rng.sample(range(1, len(page.rstrip())), 20):
+            (d / answer).write_bytes(page[:k])
+            with pytest.raises(UserError, match=answer):
+                fetch(d)
+            tried += 1
+    return tried
 
 
 def _json_number_digits(raw: bytes) -> list[int]:
