@@ -6,12 +6,13 @@ Flows (compare, prices, rebuild) and the CLI's writers (ingest, prices import/re
 write through `writer(warehouse)`: the slot first, then DuckDB's file lock. The slot has 1 place, so
 writers queue in Prefect (visible in its UI, up to WRITE_WAIT_S) instead of racing for the file;
 the file lock stays as the last guard. The holder is recorded beside the warehouse
-(`<warehouse>.writer`: pid, lease id, since when); a holder that died without releasing the slot
-(SIGKILL, OOM) is freed by the next writer at once. There is one slot per warehouse file, named
+(`<warehouse>.writer`: pid, lease id, since when) BEFORE it asks for the slot, and its lease id as soon
+as it has one, so a holder that died without releasing the slot (SIGKILL, OOM), even between taking the
+slot and recording its lease, is freed by the next writer at once. There is one slot per warehouse file, named
 `warehouse-write-<file stem>-<hash of its absolute path>` (DuckDB's lock is per file too, so two
 warehouses never wait on each other); it is created on first use. The slot's lease is renewed
 while it is held; on a server that runs Prefect's lease repossessor a dead holder's lease also ends
-after WRITE_LEASE_S.
+after WRITE_LEASE_S. A renewal that fails is one warning line (the write goes on), not a thread's traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -43,6 +45,7 @@ WRITE_LEASE_S = 60.0
 WRITE_WAIT_S = 1800.0  # give up waiting for the slot after this (TimeoutError naming the holder)
 WAIT_ENV = "COSTGAP_WRITE_WAIT_S"
 POLL_S = 0.25  # between attempts while the slot is taken
+RENEW_EVERY_S = WRITE_LEASE_S / 3  # a lease renewed this often survives two failed renewals in a row
 WAIT_TICK_S = 10.0  # a progress line this often while waiting
 _ready: set[tuple[str, str]] = set()  # API URLs on which the limit is known to exist (per process)
 
@@ -122,51 +125,97 @@ def _record(f: IO[str], doc: dict | None) -> None:
     f.flush()
 
 
+def _me(name: str, lease: UUID | None) -> dict:
+    """This process as the slot's holder; lease None while it is still asking for the slot."""
+    return {"pid": os.getpid(), "started": _started(os.getpid()), "host": socket.gethostname(),
+            "lease_id": str(lease) if lease else None, "slot": name,
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def _take(client, name: str) -> UUID | None:
+    """Ask the server for the slot: the lease id, or None while it is taken (423)."""
+    from prefect.exceptions import PrefectHTTPStatusError
+
+    try:
+        response = client.increment_concurrency_slots_with_lease(
+            names=[name], slots=1, mode="concurrency", lease_duration=WRITE_LEASE_S)
+    except PrefectHTTPStatusError as e:
+        if e.response.status_code == 423:  # locked: the slot is taken
+            return None
+        raise
+    return UUID(response.json()["lease_id"])
+
+
+def _free_dead(client, name: str, held: dict, say: Callable[[str], None]) -> None:
+    """Release the slot of a recorded holder that is gone: by its lease where it recorded one; by the
+    limit's count where it died before recording it (or its lease went with a server since stopped)."""
+    if held.get("lease_id"):
+        client.release_concurrency_slots_with_lease(UUID(held["lease_id"]))
+    limit = client.read_global_concurrency_limit_by_name(name)
+    if limit.active_slots >= limit.limit:
+        since = datetime.fromisoformat(held["since"])
+        held_s = max((datetime.now(timezone.utc) - since).total_seconds(), 1.0)  # the API wants > 0
+        client.release_concurrency_slots(names=[name], slots=1, occupancy_seconds=held_s)
+    how = "" if held.get("lease_id") else ", before it recorded its lease"
+    say(f"freed the write slot of pid {held['pid']}, which ended without releasing it "
+        f"(it asked for the slot at {held['since']}{how})")
+
+
 def _try_acquire(client, name: str, f: IO[str], say: Callable[[str], None]) -> UUID | None:
     """One attempt (under the holder file's lock): the lease id, or None while a live writer holds it.
 
-    A holder that died without releasing (SIGKILL, OOM, power) is recorded in the holder file with its
-    pid: its slot is freed here at once, instead of after its lease runs out, which only a server that
-    runs Prefect's lease repossessor would notice (the ephemeral server does not)."""
-    from prefect.exceptions import PrefectHTTPStatusError
-
-    def attempt() -> UUID | None:
-        try:
-            response = client.increment_concurrency_slots_with_lease(
-                names=[name], slots=1, mode="concurrency", lease_duration=WRITE_LEASE_S)
-        except PrefectHTTPStatusError as e:
-            if e.response.status_code == 423:  # locked: the slot is taken
-                return None
-            raise
-        return UUID(response.json()["lease_id"])
-
-    lease = attempt()
-    if lease is None:
-        text = f.read().strip()
-        held = json.loads(text) if text else None
-        if held and held.get("host") == socket.gethostname() and not _alive(held["pid"], held.get("started")):
-            client.release_concurrency_slots_with_lease(UUID(held["lease_id"]))
-            limit = client.read_global_concurrency_limit_by_name(name)
-            if limit.active_slots >= limit.limit:  # its lease went with a server that has since stopped
-                client.release_concurrency_slots(names=[name], slots=1, occupancy_seconds=0)
-            say(f"freed the write slot of pid {held['pid']}, which ended without releasing it "
-                f"(it took the slot at {held['since']})")
-            _record(f, None)
-            lease = attempt()
-    if lease is not None:
-        _record(f, {"pid": os.getpid(), "started": _started(os.getpid()), "host": socket.gethostname(),
-                    "lease_id": str(lease), "slot": name,
-                    "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    The holder file names this process before the slot is asked for, and its lease once granted: a
+    writer killed at any point is recorded with its pid. A recorded holder that died without releasing
+    (SIGKILL, OOM, power) has its slot freed here at once, instead of after its lease runs out, which
+    only a server that runs Prefect's lease repossessor would notice (the ephemeral server does not)."""
+    text = f.read().strip()
+    held = json.loads(text) if text else None
+    if held and held.get("host") == socket.gethostname() and not _alive(held["pid"], held.get("started")):
+        _free_dead(client, name, held, say)
+        held = None
+    if held:  # a live holder (or one on another host): its record stays unless the slot turns out free
+        lease = _take(client, name)
+        if lease is not None:
+            _record(f, _me(name, lease))
+        return lease
+    _record(f, _me(name, None))  # claimed before asking: a kill from here on leaves this pid recorded
+    lease = None
+    try:
+        lease = _take(client, name)
+    finally:
+        _record(f, _me(name, lease) if lease is not None else None)
     return lease
 
 
-def _renew(lease: UUID, stop: threading.Event) -> None:
-    """Keep the lease alive while the slot is held (a third of the lease between renewals)."""
+def _renew(lease: UUID, stop: threading.Event, warn: Callable[[str], None], warehouse: str) -> None:
+    """Keep the lease alive while the slot is held. A failed renewal is one warning line, not a traceback
+    from this thread; later failures of the same lease stay quiet, and the write goes on."""
     from prefect.client.orchestration import get_client
 
-    with get_client(sync_client=True) as client:
-        while not stop.wait(WRITE_LEASE_S / 3):
-            client.renew_concurrency_lease(lease, lease_duration=WRITE_LEASE_S)
+    warned = False
+    try:
+        with get_client(sync_client=True) as client:
+            while not stop.wait(RENEW_EVERY_S):
+                try:
+                    client.renew_concurrency_lease(lease, lease_duration=WRITE_LEASE_S)
+                except Exception as e:  # noqa: BLE001 (reported as one line; the holder keeps writing)
+                    if not warned:
+                        warned = True
+                        warn(_renew_failed(warehouse, lease, e))
+    except Exception as e:  # noqa: BLE001 (the client itself failed to open or close)
+        if not warned:
+            warn(_renew_failed(warehouse, lease, e))
+
+
+def _renew_failed(warehouse: str, lease: UUID, e: BaseException) -> str:
+    reason = " ".join(str(e).split())[:200] or type(e).__name__
+    return (f"costgap: warning: could not renew the write slot's lease of {warehouse} (lease {lease}): "
+            f"{type(e).__name__}: {reason}; the write goes on, but a server that repossesses leases may let "
+            f"another writer in after {WRITE_LEASE_S:.0f} s")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -201,7 +250,8 @@ def write_slot(warehouse: str, progress: Callable[[str], None] | None = print) -
                 say(f"  waiting for the write slot of {warehouse} ({waited:.0f} s; holder: {holder or 'not recorded'})")
             time.sleep(min(POLL_S, max(0.0, wait_s - waited)))
     stop = threading.Event()
-    renewer = threading.Thread(target=_renew, args=(lease, stop), name="costgap-slot-lease", daemon=True)
+    renewer = threading.Thread(target=_renew, args=(lease, stop, progress or _stderr, str(warehouse)),
+                               name="costgap-slot-lease", daemon=True)
     renewer.start()
     try:
         yield

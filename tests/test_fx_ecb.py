@@ -101,7 +101,7 @@ def test_na_cells_are_skipped_never_filled_in(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("Date,USD,JPY,CNY,\n2026-01-02,N/A,160.1,7.9,\n2026-01-05,1.1,abc,7.9,\n")
     rates = ecb.from_file(str(bad))
-    with pytest.raises(fx.FxError, match=r"bad.csv:3: field 'JPY' = 'abc': expected a rate or N/A"):
+    with pytest.raises(fx.FxError, match=r"bad.csv:3: field 'JPY' = 'abc': expected a rate or N/A \(a plain decimal"):
         rates.rows()
     bad.write_text("Date,USD,JPY,CNY,\n2026-01-02,N/A,160.1,7.9,\n2026-01-05,1.1,N/A,7.7,\n")
     rates = ecb.from_file(str(bad))

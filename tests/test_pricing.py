@@ -81,7 +81,7 @@ def test_malformed_skypilot_rows_name_their_line(tmp_path):
     lines = LAMBDA.read_text().splitlines(keepends=True)
     bad = tmp_path / "lambda-vms.csv"
     bad.write_text("".join(lines[:5] + ["gpu_1x_a10,A10,1.0,30.0,200.0,abc,us-east-1,,\n"] + lines[5:8]))
-    with pytest.raises(PriceError, match=r"lambda-vms.csv:6: field 'Price' = 'abc': expected a number"):
+    with pytest.raises(PriceError, match=r"lambda-vms.csv:6: field 'Price' = 'abc': expected a price \(a plain decimal"):
         SkyPilotCatalog(str(bad)).fetch()
     bad.write_text("".join(lines[:3] + ["gpu_1x_a10,A10,1.0,30.0,200.0,-0.5,us-east-1,,\n"]))
     with pytest.raises(PriceError, match=r"lambda-vms.csv:4: .*positive"):
@@ -167,7 +167,7 @@ def test_csv_and_yaml_price_books(tmp_path):
                    " price: 87600, period: year, effective_from: 2026-01-01}\n"
                    "  - {region: ap-shanghai, instance_type: GN10Xp.2XLARGE40, billing_mode: on_demand, currency: CNY,"
                    " price: 0, effective_from: 2026-01-01}\n")
-    with pytest.raises(PriceError, match=r"book.yaml: row 2: .*positive"):
+    with pytest.raises(PriceError, match=r"book.yaml:5: row 2: .*positive"):
         PriceBookFile(str(yml), "yaml").fetch()
 
 

@@ -6,7 +6,8 @@
     costgap fx rate CNY --on 2026-10-30
 
 Only (currency, date) pairs the table lacks land; a pair already stored with another rate is refused
-(exit 2), naming both, and nothing lands. A download that fails is one line and exit 1.
+(exit 2), naming both, and nothing lands. A file that is cut or malformed anywhere (tasks/readers.py)
+is refused the same way, naming file, line, field and value. A download that fails is one line and exit 1.
 """
 
 from __future__ import annotations

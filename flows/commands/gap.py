@@ -8,6 +8,9 @@
 `gap` prints both costs per 1M tokens, the gap with its 90% interval, and the price, throughput and
 reliability terms, which sum exactly to ln(C_A/C_B); then the significant throughput shifts at
 environment changes for either target. `--json` prints the same dict as tasks.cost.table.gap.
+A cost built on a price last confirmed more than the stale limit before the window's end says so on
+its own line ("STALE price: confirmed N d before the window's end"); today's price has its own flag on
+the "today" line. The ages come from tasks.cost.rules.price_ages, named for what they are judged against.
 """
 
 from __future__ import annotations
@@ -80,7 +83,8 @@ def _show_gap(res: dict) -> None:
     for name, c in ((res["a"], a), (res["b"], b)):
         typer.echo(f"  {name}: {c['cost_per_mtok']:.4g} {cur}/1M tokens (90% {c['cost_lo']:.4g}..{c['cost_hi']:.4g})"
                    f"  P {c['price_per_hour']:.4g} {cur}/h (window blend)  X {c['tokens_per_s']:.4g} tokens/s "
-                   f"({c['runs']} runs)  p {c['p']:.3f} ({c['failed_attempts']}/{c['attempts']})  R {c['R']:.4f}")
+                   f"({c['runs']} runs)  p {c['p']:.3f} ({c['failed_attempts']}/{c['attempts']})  R {c['R']:.4f}"
+                   f"{_window_flag(c)}")
         typer.echo(f"    {_today(c, cur)}")
     typer.echo(f"  gap C_A/C_B - 1 = {_pct(res['gap'])}  (90% {_pct(res['gap_lo'])}..{_pct(res['gap_hi'])})")
     t = res["terms"]
@@ -88,6 +92,13 @@ def _show_gap(res: dict) -> None:
                f" + reliability {t['reliability']:.6f}")
     for ch in res.get("changes", []):
         typer.echo(f"  change: {ch['summary']}")
+
+
+def _window_flag(c: dict) -> str:
+    """The stale flag of the price a window's cost is built on, for the line that shows that cost."""
+    if not c.get("price_stale_at_window_end"):
+        return ""
+    return f"  STALE price: confirmed {c['price_age_days_at_window_end']} d before the window's end"
 
 
 def _today(c: dict, cur: str) -> str:
@@ -189,7 +200,7 @@ def targets_cmd(
         typer.echo(f"{r['target']:<28} {r['preset']:<10} {r['cost_per_mtok']:>10.4g} {currency}/1M tokens "
                    f"(90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g})  P {r['price_per_hour']:.4g}/h  "
                    f"X {r['tokens_per_s']:.4g} tok/s  p {r['p']:.3f} ({r['failed_attempts']}/{r['attempts']})  "
-                   f"R {r['R']:.3f}")
+                   f"R {r['R']:.3f}{_window_flag(r)}")
         typer.echo(f"{'':<39} {_today(r, currency)}")
 
 
@@ -217,9 +228,11 @@ def tiers_cmd(
     for r in tiers:
         cost = f"{r['cost_per_mtok']:.4g} {currency}/1M tokens" if r["cost_per_mtok"] is not None else "no cost"
         mark = "*" if r["recommended"] else " "
-        stale = "STALE price " if r["price_stale"] else ""
-        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{'ASSUMED ' if r['assumed'] else ''}"
-                   f"{r['reason']}")
+        stale = (f"STALE price (confirmed {r['price_age_days_at_window_end']} d before the window's end) "
+                 if r["price_stale_at_window_end"] and r["cost_per_mtok"] is not None else "")
+        today = "today's price STALE " if r["price_stale_today"] else ""
+        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{today}"
+                   f"{'ASSUMED ' if r['assumed'] else ''}{r['reason']}")
     for r in extra:
         kwh = (f"{r['kwh_per_mtok']:.4g} kWh/1M tokens = {r['electricity_cost_per_mtok']:.4g} {currency}"
                if r["kwh_per_mtok"] is not None else "energy not measured")

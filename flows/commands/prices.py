@@ -7,7 +7,8 @@
     costgap prices refresh --source alibaba|tencent [--replay tests/fixtures/alibaba]
     costgap prices list
 
-An import that would overlap an existing period is rejected as a whole (exit 2), naming both rows.
+An import that would overlap an existing period is rejected as a whole (exit 2), naming both rows; so is
+a file cut or malformed anywhere (tasks/readers.py), naming file, line, field and value.
 `refresh` lands what it could fetch; each target it could not price is one line on stderr and the
 exit code is 1 (so is a source that failed as a whole: network, throttling, credentials refused).
 """

@@ -81,13 +81,18 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
     )
 
 
+# the price-age fields a tier row carries from its cost row (tasks.cost.rules.price_ages)
+STALE_KEYS = ("price_stale", "price_age_days_at_window_end", "price_stale_at_window_end", "price_age_days_today",
+              "price_stale_today")
+
+
 def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> dict:
     per_gpu = mem.get("gpu_memory_gib")
     gpus = max(int(mem.get("gpu_count") or r.get("gpu_count") or 1), 1)
     notes: list[str] = []
     out = {"tier": tier, "tier_params": size, "target": r["target"], "preset": r["preset"], "cost_per_mtok": None,
            "fits": False, "mode": None, "assumed": False, "reason": "", "gpus": gpus,
-           "price_stale": r.get("price_stale")}
+           **{k: r.get(k) for k in STALE_KEYS}}
     if per_gpu is None:
         out.update(fits=None, assumed=True,
                    reason="GPU memory unknown (no GPU in the environment): fit not assessed")
@@ -140,7 +145,8 @@ def tier_recommendations(con: duckdb.DuckDBPyConnection, *, config: TierConfig |
     rows = [_tier_row(tier, size, r, mem.get(t, {}), cfg) for tier, size in cfg.tiers for t, r in sorted(best.items())]
     schema = {"tier": pl.String, "tier_params": pl.Float64, "target": pl.String, "preset": pl.String,
               "cost_per_mtok": pl.Float64, "fits": pl.Boolean, "mode": pl.String, "assumed": pl.Boolean,
-              "reason": pl.String, "gpus": pl.Int64, "tokens_per_s": pl.Float64, "price_stale": pl.Boolean}
+              "reason": pl.String, "gpus": pl.Int64, "tokens_per_s": pl.Float64,
+              **{k: pl.Int64 if "age" in k else pl.Boolean for k in STALE_KEYS}}
     frame = pl.DataFrame([{k: row.get(k) for k in schema} for row in rows], schema=schema)
     order = {name: i for i, (name, _) in enumerate(cfg.tiers)}
     frame = frame.with_columns(_o=pl.col("tier").replace_strict(order, return_dtype=pl.Int64)).sort(

@@ -9,6 +9,11 @@
 - p: the fine-tune failed-attempt rate k/n in the window (tasks.cost.inputs says what counts).
 - Price: C uses the window's blended price (each run priced as of its start); today's price, its
   age, its stale flag and the cost at today's price stand beside it, each labelled for what it is.
+- Price age (price_ages): whole days since a price was last confirmed, judged twice and named so:
+  `price_age_days_at_window_end` for the price that priced the window's newest run, against the
+  window's end (the cost C is built on it: its line carries the flag), and `price_age_days_today` for
+  today's price, against today. Stale = older than stale_after_days (model.is_stale); no price at all
+  gives null, never false. `price_age_days`/`price_stale` are today's, kept for the report.
 - Gap over time: the same window (WINDOW_DAYS), stepped back a week at a time (HISTORY_STEP_DAYS)
   from the window's end; a point sits at its window's end, and the newest point is the overview's
   figure.
@@ -51,6 +56,20 @@ def price_age_days(last_seen: datetime | None, at: datetime) -> int | None:
     if last_seen is None:
         return None
     return (at.astimezone(timezone.utc).date() - last_seen.astimezone(timezone.utc).date()).days
+
+
+def price_ages(window_last_seen: datetime | None, window_end: datetime, now_last_seen: datetime | None,
+               today_at: datetime, opts) -> dict:
+    """The price-age fields of one cost row (see the module docstring); `opts` is a model.CostOptions.
+    A price confirmed after the window's end was in force at it: age 0 there."""
+    from tasks.cost.model import is_stale
+
+    at_end = price_age_days(window_last_seen, window_end)
+    at_end = None if at_end is None else max(at_end, 0)
+    now = price_age_days(now_last_seen, today_at)
+    return {"price_age_days_at_window_end": at_end, "price_stale_at_window_end": is_stale(at_end, opts),
+            "price_age_days_today": now, "price_stale_today": is_stale(now, opts),
+            "price_age_days": now, "price_stale": is_stale(now, opts)}
 
 
 def pick_preset(runs_by_preset: dict[str, dict[str, int]], a: str, b: str, preset: str | None = None) -> str:

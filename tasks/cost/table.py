@@ -18,8 +18,7 @@ import polars as pl
 from tasks.cost import rules
 from tasks.cost.changepoint import ENV_FIELDS, detect
 from tasks.cost.inputs import Span, known_targets, price_now, window_inputs
-from tasks.cost.model import (CostOptions, Figure, effective_cost, figure, gap_figure, is_stale,
-                              row_rng)
+from tasks.cost.model import CostOptions, Figure, effective_cost, figure, gap_figure, row_rng
 from tasks.errors import UserError
 from warehouse import sql
 
@@ -27,12 +26,15 @@ from warehouse import sql
 COLUMNS = ["target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "currency",
            "price_per_hour", "price_effective_from", "price_source",
            "price_now_per_hour", "cost_now_per_mtok", "price_now_effective_from", "price_age_days", "price_stale",
+           "price_age_days_at_window_end", "price_stale_at_window_end", "price_age_days_today", "price_stale_today",
            "tokens_per_s", "runs", "failed_attempts", "attempts", "p", "R", "last_run_at",
            "window_start", "window_end"]
 EXTRA = ["period", "priced_runs", "cv_within", "gpu_count", "mfu", "kwh_per_mtok", "scaling_efficiency",
          "params_total", "n_gpus", "mode", "price_last_seen_at"]
 _TYPES = {"target": pl.String, "preset": pl.String, "currency": pl.String, "price_source": pl.String,
-          "mode": pl.String, "price_stale": pl.Boolean, "runs": pl.Int64, "attempts": pl.Int64,
+          "mode": pl.String, "price_stale": pl.Boolean, "price_stale_at_window_end": pl.Boolean,
+          "price_stale_today": pl.Boolean, "price_age_days_at_window_end": pl.Int64, "price_age_days_today": pl.Int64,
+          "runs": pl.Int64, "attempts": pl.Int64,
           "failed_attempts": pl.Int64, "price_age_days": pl.Int64, "period": pl.Int64, "priced_runs": pl.Int64,
           "gpu_count": pl.Int64, "n_gpus": pl.Int64, "params_total": pl.Int64,
           **{c: pl.Datetime("us", "UTC") for c in ("price_effective_from", "price_now_effective_from",
@@ -50,7 +52,6 @@ def options(billing: str | None = "on_demand", currency: str = "USD", f: float |
 def _row(r: dict, fig: Figure, span: Span, now: dict | None, today: datetime, opts: CostOptions) -> dict:
     start, end = span.bounds(r["period"])
     price_now_ = now["price_per_hour"] if now else None
-    age = rules.price_age_days(now["last_seen_at"], today) if now else None
     return {
         "target": r["target"], "preset": r["preset"], "cost_per_mtok": fig.cost_per_mtok, "cost_lo": fig.cost_lo,
         "cost_hi": fig.cost_hi, "currency": opts.currency, "price_per_hour": fig.price_per_hour,
@@ -59,7 +60,8 @@ def _row(r: dict, fig: Figure, span: Span, now: dict | None, today: datetime, op
         "cost_now_per_mtok": (effective_cost(price_now_, fig.tokens_per_s, fig.R)
                               if price_now_ is not None and fig.R is not None else None),
         "price_now_effective_from": now["effective_from"] if now else None,
-        "price_age_days": age, "price_stale": is_stale(age, opts),
+        **rules.price_ages(r.get("price_last_seen_at") if fig.price_per_hour is not None else None, end,
+                           now["last_seen_at"] if now else None, today, opts),
         "tokens_per_s": fig.tokens_per_s, "runs": r["runs"], "failed_attempts": fig.failed_attempts,
         "attempts": fig.attempts, "p": fig.p, "R": fig.R, "last_run_at": r["last_run_at"],
         "window_start": start, "window_end": end, **{k: r[k] for k in EXTRA if k in r},
@@ -121,7 +123,8 @@ def _costed(row: dict, preset: str, opts: CostOptions) -> None:
 
 
 KEEP = ("price_per_hour", "price_effective_from", "price_source", "price_now_per_hour", "cost_now_per_mtok",
-        "price_now_effective_from", "price_age_days", "price_stale", "tokens_per_s", "runs", "attempts",
+        "price_now_effective_from", "price_age_days", "price_stale", "price_age_days_at_window_end",
+        "price_stale_at_window_end", "price_age_days_today", "price_stale_today", "tokens_per_s", "runs", "attempts",
         "failed_attempts", "p", "R", "cost_per_mtok", "cost_lo", "cost_hi", "cv_within", "last_run_at")
 
 
@@ -143,6 +146,7 @@ def gap_window(con: duckdb.DuckDBPyConnection, a: str, b: str, span: Span, opts:
             "cost_a": ra["cost_per_mtok"], "cost_b": rb["cost_per_mtok"], "gap": g.gap, "gap_lo": g.gap_lo,
             "gap_hi": g.gap_hi, "ln_ratio": g.ln_ratio, "terms": g.terms,
             "stale": bool(ra["price_stale"] or rb["price_stale"]),
+            "stale_at_window_end": bool(ra["price_stale_at_window_end"] or rb["price_stale_at_window_end"]),
             "components": {"a": {k: ra[k] for k in KEEP}, "b": {k: rb[k] for k in KEEP}}, "changes": found}
 
 

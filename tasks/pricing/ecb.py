@@ -11,13 +11,16 @@ was quoted, or after it joined the euro). costgap pivots on USD (`fx_rates.units
 rates become cross rates: units_per_usd(X) = X per EUR / USD per EUR, and units_per_usd(EUR) = 1 / USD
 per EUR. A day without a USD rate yields nothing; an "N/A" cell is skipped, never filled in. Only the
 currencies costgap prices in (tasks.pricing.base.CURRENCIES) are kept; the others are counted.
+The whole file is checked first (tasks/readers.py): the zip's CRC, then every line against the header,
+with the ECB's trailing comma (a row cut anywhere loses it), and every cell of every currency, priced
+in or not, a positive decimal or N/A. One bad cell refuses the file: nothing lands.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import zipfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
@@ -25,28 +28,36 @@ from pathlib import Path
 
 from tasks.pricing.base import CURRENCIES, PriceError
 from tasks.pricing.fx import PIVOT, FxError
+from tasks.readers import Column, decode, read_csv
 
 HIST_URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-hist.zip"  # the ECB's published full history
 CSV_NAME = "eurofxref-hist.csv"  # the one member of the zip
 BASE = "EUR"  # every ECB reference rate is quoted per euro
 MISSING = "N/A"  # the ECB's mark for "no rate published that day"
+RATE = Column("number", sign="positive", blank=False, missing=(MISSING,), what="a rate")  # every currency column
+DAY = Column("date", blank=False, required=True)
 
 
 def read_bytes(data: bytes, origin: str) -> str:
     """The CSV text of an eurofxref-hist.zip or .csv given as bytes; `origin` names it in errors."""
+    return read_member(data, origin)[0]
+
+
+def read_member(data: bytes, origin: str) -> tuple[str, str]:
+    """(CSV text, its name for errors: `origin`, or `origin!member` inside a zip). A zip is checked whole:
+    a cut zip has no central directory, a damaged member fails its CRC."""
     if data[:2] == b"PK":
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 names = [n for n in zf.namelist() if n.lower().endswith(".csv")]
                 if not names:
                     raise FxError(f"{origin}: a zip without a .csv member; expected {CSV_NAME}")
-                data = zf.read(CSV_NAME if CSV_NAME in names else names[0])
-        except zipfile.BadZipFile as e:
-            raise FxError(f"{origin}: not a readable zip: {e}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise FxError(f"{origin}: not UTF-8 text: {e}") from None
+                member = CSV_NAME if CSV_NAME in names else names[0]
+                data = zf.read(member)  # raises on a CRC mismatch
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+            raise FxError(f"{origin}: not a readable zip (cut short or damaged): {e}") from None
+        origin = f"{origin}!{member}"
+    return decode(data, origin, FxError), origin
 
 
 @dataclass
@@ -55,6 +66,7 @@ class EcbRates:
 
     text: str  # the CSV text (read_bytes)
     origin: str  # the URL or file it came from: goes into every row's source
+    label: str = ""  # the CSV's name in errors (zip!member); default: origin
     skipped: Counter = field(default_factory=Counter, init=False)  # cells not landed, by reason
     ignored: set = field(default_factory=set, init=False)  # ECB currencies costgap does not price in
 
@@ -65,55 +77,33 @@ class EcbRates:
         return f"ECB euro reference rates ({self.origin}), USD cross rate"
 
     def rows(self) -> list[tuple[str, date, float, str, str]]:
-        reader = csv.reader(io.StringIO(self.text))
-        header = [h.strip() for h in next(reader, [])]
-        if not header or header[0] != "Date" or PIVOT not in header:
-            raise FxError(f"{self.origin}:1: header {','.join(header)[:60]!r}: expected Date,USD,JPY,... "
+        label = self.label or self.origin
+        first = self.text.split("\n", 1)[0].strip().split(",")
+        if not first or first[0] != "Date" or PIVOT not in first:
+            raise FxError(f"{label}:1: header {','.join(first)[:60]!r}: expected Date,USD,JPY,... "
                           f"(the ECB's eurofxref-hist.csv)")
-        usd_col = header.index(PIVOT)
-        columns = [(i, c) for i, c in enumerate(header) if c and i != 0]
+        header, table = read_csv(self.text, label, {"Date": DAY}, error=FxError, extra=RATE,
+                                 trailing_empty=True)
         out: list[tuple[str, date, float, str, str]] = []
         source, self.skipped, self.ignored = self.source, Counter(), set()
-        for line, rec in enumerate(reader, start=2):
-            if not any(cell.strip() for cell in rec):
-                continue
-            where = f"{self.origin}:{line}"
-            try:
-                day = date.fromisoformat(rec[0].strip())
-            except ValueError:
-                raise FxError(f"{where}: field 'Date' = {rec[0]!r}: expected YYYY-MM-DD") from None
-            usd = _rate(rec, usd_col, where, PIVOT)
+        priced = [c for c in header[1:] if c and c != PIVOT and c in CURRENCIES]
+        self.ignored = {c for c in header[1:] if c and c != PIVOT and c not in CURRENCIES}
+        for row in table:
+            day = date.fromisoformat(row["Date"].strip())
+            usd = row.number(PIVOT)
             if usd is None:
                 self.skipped["days without a USD rate"] += 1
                 continue
-            out.append((BASE, day, 1.0 / usd, source, where))
-            for i, cur in columns:
-                if cur == PIVOT:
-                    continue
-                if cur not in CURRENCIES:
-                    self.ignored.add(cur)
-                    continue
-                per_eur = _rate(rec, i, where, cur)
+            out.append((BASE, day, 1.0 / usd, source, row.where))
+            for cur in priced:
+                per_eur = row.number(cur)
                 if per_eur is None:
                     self.skipped["N/A cells"] += 1
                     continue
-                out.append((cur, day, per_eur / usd, source, where))
+                out.append((cur, day, per_eur / usd, source, row.where))
         if not out:
             raise FxError(f"{self.origin}: no rates in the file")
         return out
-
-
-def _rate(rec: list[str], i: int, where: str, cur: str) -> float | None:
-    text = rec[i].strip() if i < len(rec) else ""
-    if text in ("", MISSING):
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise FxError(f"{where}: field '{cur}' = {text!r}: expected a rate or {MISSING}") from None
-    if not value > 0 or value == float("inf"):
-        raise FxError(f"{where}: field '{cur}' = {text!r}: expected a positive rate")
-    return value
 
 
 def from_file(path: str) -> EcbRates:
@@ -121,7 +111,8 @@ def from_file(path: str) -> EcbRates:
     p = Path(path)
     if not p.is_file():
         raise FxError(f"{p}: no such ECB history file (eurofxref-hist.zip or .csv)")
-    return EcbRates(read_bytes(p.read_bytes(), str(p)), str(p))
+    text, label = read_member(p.read_bytes(), str(p))
+    return EcbRates(text, str(p), label)
 
 
 def from_url(client, url: str = HIST_URL) -> EcbRates:
@@ -129,4 +120,5 @@ def from_url(client, url: str = HIST_URL) -> EcbRates:
     data = client.get_bytes(url)
     if not data:
         raise PriceError(f"{url}: empty answer")
-    return EcbRates(read_bytes(data, url), url)
+    text, label = read_member(data, url)
+    return EcbRates(text, url, label)

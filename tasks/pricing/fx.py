@@ -7,12 +7,13 @@ Rates pivot on USD: `units_per_usd` is how many units of the currency one USD bu
 rate applies from its date until the next one (an ASOF join in warehouse/queries/cost_runs.sql).
 Converting amount A from currency F to reporting currency Q on day d:
 A / units_per_usd(F, d) * units_per_usd(Q, d), with USD = 1 by definition (the pivot, not a default).
-CSV columns: currency, rate_date, units_per_usd, source. Errors name the file, line, field and value.
+CSV columns: currency, rate_date, units_per_usd, source. The file is checked whole first (tasks/readers.py:
+every row as long as the header, every cell well-formed, a line end after the last row); errors name the
+file, line, field and value, and nothing lands.
 """
 
 from __future__ import annotations
 
-import csv
 from datetime import date
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import duckdb
 import pandas as pd
 
 from tasks.pricing.base import CURRENCIES, PriceError
+from tasks.readers import Column, read_csv
 
 PIVOT = "USD"  # every rate is quoted against it
 
@@ -28,38 +30,30 @@ class FxError(PriceError):
     """A bad FX file, or a cost that needs a rate the table does not have."""
 
 
+FX_COLUMNS = {  # costgap's own FX CSV (deploy/fx_rates.csv)
+    "currency": Column(blank=False, required=True),
+    "rate_date": Column("date", blank=False, required=True),
+    "units_per_usd": Column("number", sign="positive", blank=False, required=True, what="a rate"),
+    "source": Column(blank=False, required=True, what="the rate's publisher or URL"),
+}
+
+
 def read_fx_csv(path: str) -> list[tuple[str, date, float, str, str]]:
     """(currency, rate_date, units_per_usd, source, file:line) per row, validated."""
     p = Path(path)
     if not p.is_file():
         raise FxError(f"{p}: no such FX rates file")
+    _, table = read_csv(p.read_bytes(), str(p), FX_COLUMNS, error=FxError)
     out = []
-    with p.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        need = ("currency", "rate_date", "units_per_usd", "source")
-        absent = [c for c in need if c not in (reader.fieldnames or [])]
-        if absent:
-            raise FxError(f"{p}:1: column '{absent[0]}' is missing; expected {', '.join(need)}")
-        for rec in reader:
-            where = f"{p}:{reader.line_num}"
-            cur = (rec["currency"] or "").strip().upper()
-            if cur not in CURRENCIES:
-                raise FxError(f"{where}: field 'currency' = {rec['currency']!r}: unknown currency (ISO 4217)")
-            if cur == PIVOT:
-                raise FxError(f"{where}: field 'currency' = 'USD': USD is the pivot (1 by definition); drop the row")
-            try:
-                day = date.fromisoformat((rec["rate_date"] or "").strip())
-            except ValueError:
-                raise FxError(f"{where}: field 'rate_date' = {rec['rate_date']!r}: expected YYYY-MM-DD") from None
-            try:
-                rate = float(rec["units_per_usd"])
-            except (TypeError, ValueError):
-                raise FxError(f"{where}: field 'units_per_usd' = {rec['units_per_usd']!r}: expected a number") from None
-            if not rate > 0 or rate == float("inf"):
-                raise FxError(f"{where}: field 'units_per_usd' = {rate!r}: expected a positive rate")
-            if not (rec["source"] or "").strip():
-                raise FxError(f"{where}: field 'source' is empty: every rate needs its publisher or URL")
-            out.append((cur, day, rate, rec["source"].strip(), where))
+    for rec in table:
+        where = rec.where
+        cur = rec["currency"].strip().upper()
+        if cur not in CURRENCIES:
+            raise FxError(f"{where}: field 'currency' = {rec['currency']!r}: unknown currency (ISO 4217)")
+        if cur == PIVOT:
+            raise FxError(f"{where}: field 'currency' = 'USD': USD is the pivot (1 by definition); drop the row")
+        out.append((cur, date.fromisoformat(rec["rate_date"].strip()), rec.number("units_per_usd"),
+                    rec["source"].strip(), where))
     return out
 
 

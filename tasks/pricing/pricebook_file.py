@@ -7,12 +7,13 @@ effective_from, and optionally period (hour | month | year; default from billing
 fetched_at (default: the file's modification time). YAML: a mapping with `rows:` (a list of mappings
 with the same keys) and optional top-level defaults for any key (e.g. `source:`, `provider:`).
 Every row must say where its figure came from (`source`) and from when (`effective_from`).
-An error names the file, the line (CSV) or row number (YAML), the field and the value.
+The whole file is checked before a row is built (tasks/readers.py): a CSV row as long as its header, a
+price that is a plain decimal, a line end after the last row (a cut file is refused, not half-read).
+An error names the file, the line, the field and the value.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +21,13 @@ from pathlib import Path
 import yaml
 
 from tasks.pricing.base import DEFAULT_PERIOD, PriceError, PriceRow, file_fetched_at, utc
+from tasks.readers import NUMBER, Column, decode, read_csv, require_line_end
 
 REQUIRED = ("provider", "region", "instance_type", "billing_mode", "currency", "price", "source", "effective_from")
+COLUMNS = {  # a CSV price book's columns; required ones must be in the header (a cell may still be empty)
+    **{name: Column(required=True) for name in REQUIRED},
+    "price": Column("number", sign="positive", required=True, what="a price"),
+}
 
 
 def row_from_mapping(rec: dict, *, where: str, fetched_default: datetime) -> PriceRow:
@@ -30,6 +36,8 @@ def row_from_mapping(rec: dict, *, where: str, fetched_default: datetime) -> Pri
     if missing:
         raise PriceError(f"{where}: field '{missing[0]}' is missing: every row needs {', '.join(REQUIRED)}")
     raw_price = rec["price"]
+    if isinstance(raw_price, str) and not NUMBER.fullmatch(raw_price.strip()):
+        raise PriceError(f"{where}: field 'price' = {raw_price!r}: expected a price (a plain decimal like 1.25)")
     try:
         amount = float(raw_price)
     except (TypeError, ValueError):
@@ -72,31 +80,29 @@ class PriceBookFile:
             return self._yaml(path, fetched)
         if self.fmt != "csv":
             raise PriceError(f"{path}: format {self.fmt!r}: expected csv or yaml")
-        rows: list[PriceRow] = []
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            absent = [c for c in REQUIRED if c not in header]
-            if absent:
-                raise PriceError(f"{path}:1: column '{absent[0]}' is missing from the header; "
-                                 f"expected at least {', '.join(REQUIRED)}")
-            for rec in reader:
-                if not any((v or "").strip() for v in rec.values() if isinstance(v, str)):
-                    continue
-                rows.append(row_from_mapping(rec, where=f"{path}:{reader.line_num}", fetched_default=fetched))
-        return rows
+        _, table = read_csv(path.read_bytes(), str(path), COLUMNS, error=PriceError)
+        return [row_from_mapping(rec.cells, where=rec.where, fetched_default=fetched) for rec in table
+                if any(v.strip() for v in rec.cells.values())]
 
     def _yaml(self, path: Path, fetched: datetime) -> list[PriceRow]:
+        text = decode(path.read_bytes(), str(path), PriceError)
+        require_line_end(text, str(path), PriceError)
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            doc = yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise PriceError(f"{path}: not valid YAML: {e}") from None
+            mark = getattr(e, "problem_mark", None)
+            at = f":{mark.line + 1}" if mark is not None else ""
+            raise PriceError(f"{path}{at}: not valid YAML ({getattr(e, 'problem', None) or e}): cut short or "
+                             f"malformed") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
             raise PriceError(f"{path}: field 'rows' is missing: expected a mapping with a list under 'rows'")
+        lines = next((v.value for k, v in node.value if k.value == "rows"), [])
         defaults = {k: v for k, v in doc.items() if k != "rows"}
         out = []
         for i, rec in enumerate(doc["rows"], start=1):
+            where = f"{path}:{lines[i - 1].start_mark.line + 1}: row {i}" if i <= len(lines) else f"{path}: row {i}"
             if not isinstance(rec, dict):
-                raise PriceError(f"{path}: row {i}: expected a mapping, got {rec!r}")
-            out.append(row_from_mapping({**defaults, **rec}, where=f"{path}: row {i}", fetched_default=fetched))
+                raise PriceError(f"{where}: expected a mapping, got {rec!r}")
+            out.append(row_from_mapping({**defaults, **rec}, where=where, fetched_default=fetched))
         return out

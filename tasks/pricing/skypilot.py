@@ -3,23 +3,35 @@
     costgap prices import tests/fixtures/skypilot/lambda-vms.csv --format skypilot --provider lambda
 
 Columns used: InstanceType, Price, SpotPrice, Region (AcceleratorName, AcceleratorCount, vCPUs,
-MemoryGiB and GpuInfo are descriptive). SkyPilot quotes USD per instance-hour. A row with an empty
-Price is not offered there and is skipped (counted in `skipped`); a Price that is not a positive number
-fails naming the file and line. The catalog is a snapshot: every row takes effect at `effective_from`
-(default: the file's modification time, which is when the catalog was fetched).
+MemoryGiB and GpuInfo are descriptive, and checked all the same: tasks/readers.py refuses the whole file
+for a row longer or shorter than the header, a quote never closed, a number that is cut or malformed in
+any column, or a last row without its line end). SkyPilot quotes USD per instance-hour. A row with an
+empty Price is not offered there and is skipped (counted in `skipped`). The catalog is a snapshot: every
+row takes effect at `effective_from` (default: the file's modification time, when it was fetched).
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from tasks.pricing.base import PriceError, PriceRow, file_fetched_at
+from tasks.readers import Column, read_csv
 
 REQUIRED = ("InstanceType", "Price", "Region")  # the v7 columns a price cannot do without
 CURRENCY = "USD"  # SkyPilot catalogs quote USD (skypilot-catalog README, v7, 2026-12)
+COLUMNS = {  # the v7 vms.csv columns (skypilot-catalog, catalogs/v7/<cloud>/vms.csv, read 2026-12)
+    "InstanceType": Column(blank=False, required=True, what="an instance type"),
+    "AcceleratorName": Column(),
+    "AcceleratorCount": Column("number", sign="nonneg", what="a GPU count"),
+    "vCPUs": Column("number", sign="nonneg", what="a vCPU count"),
+    "MemoryGiB": Column("number", sign="nonneg", what="a memory size in GiB"),
+    "Price": Column("number", sign="positive", required=True, what="a price"),
+    "Region": Column(blank=False, required=True, what="a region"),
+    "GpuInfo": Column("literal"),
+    "SpotPrice": Column("number", sign="positive", what="a spot price"),
+}
 
 
 def provider_from_path(path: Path) -> str:
@@ -51,32 +63,14 @@ class SkyPilotCatalog:
         start = (self.effective_from or fetched).astimezone(timezone.utc)
         rows: list[PriceRow] = []
         self.skipped = 0
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            absent = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-            if absent:
-                raise PriceError(f"{path}:1: column '{absent[0]}' is missing: not a SkyPilot v7 vms.csv")
-            for rec in reader:
-                where = f"{path}:{reader.line_num}"
-                if None in rec:
-                    raise PriceError(f"{where}: {len(rec) + len(rec[None]) - 1} fields, header has "
-                                     f"{len(reader.fieldnames)}: malformed row")
-                if any(rec.get(c) is None for c in REQUIRED):
-                    raise PriceError(f"{where}: row has fewer fields than the header: malformed row")
-                itype, region = rec["InstanceType"].strip(), rec["Region"].strip()
-                if not itype or not region:
-                    raise PriceError(f"{where}: field '{'InstanceType' if not itype else 'Region'}' is empty")
-                for column, mode in (("Price", "on_demand"), ("SpotPrice", "spot")):
-                    text = (rec.get(column) or "").strip()
-                    if not text:
-                        self.skipped += column == "Price"
-                        continue
-                    try:
-                        amount = float(text)
-                    except ValueError:
-                        raise PriceError(f"{where}: field '{column}' = {text!r}: expected a number") from None
-                    if not amount > 0:
-                        raise PriceError(f"{where}: field '{column}' = {text!r}: expected a positive price")
-                    rows.append(PriceRow(provider, region, itype, mode, CURRENCY, amount, "hour", start,
-                                         source=where, fetched_at=fetched, where=where))
+        _, table = read_csv(path.read_bytes(), str(path), COLUMNS, error=PriceError)
+        for rec in table:
+            itype, region = rec["InstanceType"].strip(), rec["Region"].strip()
+            for column, mode in (("Price", "on_demand"), ("SpotPrice", "spot")):
+                amount = rec.number(column)
+                if amount is None:
+                    self.skipped += column == "Price"
+                    continue
+                rows.append(PriceRow(provider, region, itype, mode, CURRENCY, amount, "hour", start,
+                                     source=rec.where, fetched_at=fetched, where=rec.where))
         return rows
