@@ -35,6 +35,7 @@ from uuid import UUID
 import duckdb
 
 from flows.api import ensure_api
+from flows.procs import alive, process_started
 from warehouse.db import DEFAULT_TIMEOUT_S, env_seconds, writing
 
 WRITE_LIMIT = "warehouse-write"  # the prefix of every write slot's name
@@ -84,26 +85,6 @@ def holder_file(warehouse: str) -> Path:
     return path.with_name(path.name + ".writer")
 
 
-def _alive(pid: int, started: str | None) -> bool:
-    """Whether process `pid` still runs and is the one that took the slot (not a reused pid)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it exists
-        return True
-    return started is None or _started(pid) in (None, started)
-
-
-def _started(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), which tells a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 @contextmanager
 def _ordered(path: Path) -> Iterator[IO[str]]:
     """The holder file, opened and exclusively flock-ed: acquirers on this host take turns here."""
@@ -127,7 +108,7 @@ def _record(f: IO[str], doc: dict | None) -> None:
 
 def _me(name: str, lease: UUID | None) -> dict:
     """This process as the slot's holder; lease None while it is still asking for the slot."""
-    return {"pid": os.getpid(), "started": _started(os.getpid()), "host": socket.gethostname(),
+    return {"pid": os.getpid(), "started": process_started(os.getpid()), "host": socket.gethostname(),
             "lease_id": str(lease) if lease else None, "slot": name,
             "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
@@ -170,7 +151,7 @@ def _try_acquire(client, name: str, f: IO[str], say: Callable[[str], None]) -> U
     only a server that runs Prefect's lease repossessor would notice (the ephemeral server does not)."""
     text = f.read().strip()
     held = json.loads(text) if text else None
-    if held and held.get("host") == socket.gethostname() and not _alive(held["pid"], held.get("started")):
+    if held and held.get("host") == socket.gethostname() and not alive(held["pid"], held.get("started")):
         _free_dead(client, name, held, say)
         held = None
     if held:  # a live holder (or one on another host): its record stays unless the slot turns out free
