@@ -31,7 +31,7 @@ app = typer.Typer(
 )
 
 # One module per command group; a module that is missing or broken must not hide the others.
-COMMAND_MODULES = ("run", "ingest", "prices", "fx", "gap", "report", "rebuild", "alerts")
+COMMAND_MODULES = ("run", "ingest", "prices", "fx", "gap", "report", "rebuild", "alerts", "estimate")
 
 for _name in COMMAND_MODULES:
     try:
