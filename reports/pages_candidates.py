@@ -1,0 +1,124 @@
+"""The Candidates page: instance types not yet measured, estimated (and labelled so), beside the measured ones.
+
+    costgap demo && open .costgap/demo-site/candidates.html
+
+Per preset, every catalog type's cost per 1M tokens: measured ones filled, estimates hollow with a dashed
+90% interval and the word "estimate" in every label and row. "Measure next": the estimated types whose
+interval reaches the cheapest measured cost, so measuring them could change the answer. The track record:
+leave-one-out predictions and the recorded estimates later measured, against the measurement. Its figures
+come from tasks.cost.candidates and tasks.cost.estimate_track; nothing here enters a measured table.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+from reports.html import esc
+from reports.page import Page
+
+NAME = "candidates.html"
+
+
+def load(con, today, currency: str = "USD", billing: str | None = "on_demand") -> dict:
+    """The page's data from one open connection (the report's snapshot)."""
+    from tasks.cost import calibrate as cal_
+    from tasks.cost import estimate_track as track
+    from tasks.cost.candidates import candidates, measure_next
+    from tasks.cost.table import options
+
+    ws = cal_.workloads(con)
+    cal = cal_.calibrate(ws, cal_.efficiencies(con))
+    if cal is None:
+        return {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
+    opts = options(billing or "on_demand", currency)
+    presets = {p: candidates(con, p, opts, today, cal=cal, workloads=ws) for p in sorted(cal.reference)}
+    return {"presets": presets, "next": [r for rows in presets.values() for r in measure_next(rows)],
+            "loo": track.leave_one_out(cal), "held_out": track.held_out(cal), "track": track.track_record(con)}
+
+
+def _cost_chart(rows: list[dict], preset: str) -> dict:
+    data = [{"type": f"{r['instance_type']} ({r['gpu_key']})", "kind": r["status"], "cost": r["cost_per_mtok"],
+             "lo": r["cost_lo"], "hi": r["cost_hi"]} for r in rows if r["cost_per_mtok"] is not None]
+    base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("type:N", sort=alt.EncodingSortField("cost"), title=None))
+    bars = base.mark_rule(strokeDash=[4, 3]).encode(x=alt.X("lo:Q", title=f"{preset}: cost per 1M tokens"),
+                                                    x2="hi:Q")
+    pts = base.mark_point(size=70).encode(
+        x="cost:Q", shape=alt.Shape("kind:N", title="measured or estimate"),
+        fill=alt.condition("datum.kind == 'measured'", alt.value("#1f4e79"), alt.value("transparent")),
+        color=alt.value("#1f4e79"), tooltip=["type:N", "kind:N", "cost:Q", "lo:Q", "hi:Q"])
+    return (bars + pts).properties(width=560, height=max(60, 22 * len(data))).to_dict()
+
+
+def _track_chart(points: list[dict]) -> dict:
+    line = alt.Chart(alt.Data(values=[{"v": min(p["measured"] for p in points)},
+                                      {"v": max(p["measured"] for p in points)}])).mark_line(
+        strokeDash=[2, 2], color="#888").encode(x="v:Q", y="v:Q")
+    pts = alt.Chart(alt.Data(values=points)).mark_point(size=70, filled=False).encode(
+        x=alt.X("measured:Q", title="measured tokens/s", scale=alt.Scale(type="log")),
+        y=alt.Y("estimate:Q", title="estimate (tokens/s)", scale=alt.Scale(type="log")),
+        shape=alt.Shape("kind:N", title="scored how"), tooltip=["label:N", "kind:N", "estimate:Q", "measured:Q"])
+    return (line + pts).properties(width=420, height=320).to_dict()
+
+
+def _fmt(x, spec=".4g") -> str:
+    return "" if x is None else format(x, spec)
+
+
+def candidates_page(data) -> Page:
+    cand = getattr(data, "candidates", None) or {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
+    p = Page(NAME, "Candidates (estimates)",
+             "Instance types not yet measured, with an ESTIMATE of tokens/s and cost per 1M tokens from the "
+             "measured runs and each GPU's datasheet (costgap estimate). Estimates are drawn hollow with a dashed "
+             "90% interval and labelled 'estimate' in every row; they never enter a measured figure, a gap, an "
+             "alert or gap_history.csv. Measured types show their measurement.")
+    if not cand["presets"]:
+        p.card("<p>No estimate: no measured fine-tune on a GPU with a datasheet entry to calibrate on.</p>")
+    for preset, rows in cand["presets"].items():
+        p.h2(f"{preset}: measured and estimated")
+        cols = [("status", "Measured or estimate"), ("instance_type", "Instance type"), ("gpu", "GPU"),
+                ("tokens_per_s", "Tokens/s"), ("cost", "Cost per 1M tokens"), ("interval", "90% interval"),
+                ("why", "How (fit, precision) or why not")]
+        shown = [{"status": r["status"], "instance_type": r["instance_type"], "gpu": f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}",
+                  "tokens_per_s": _fmt(r["tokens_per_s"]), "cost": _fmt(r["cost_per_mtok"]),
+                  "interval": (f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}" if r["cost_lo"] is not None else ""),
+                  "why": r["reason"] or (f"{r['fit']}, {r['precision']}" if r["status"] == "estimate" else "measured")}
+                 for r in rows]
+        parts = [p.table(f"candidates_{preset}", cols, shown, csv=[{k: v for k, v in r.items() if k != "assumptions"}
+                                                                    | {"assumptions": " | ".join(r["assumptions"])}
+                                                                    for r in rows])]
+        if any(r["cost_per_mtok"] is not None for r in rows):
+            parts.append(p.chart(f"candidates-{preset}", lambda r=rows, s=preset: _cost_chart(r, s),
+                                 f"{preset}: filled = measured, hollow with a dashed interval = estimate."))
+        p.card("".join(parts))
+    p.h2("Measure next")
+    nxt = cand["next"]
+    p.card("<p>Estimated types whose 90% interval reaches the cheapest measured cost: measuring them could change "
+           "the answer.</p>" + ("<ul>" + "".join(
+               f"<li>{esc(r['preset'])}: {esc(r['instance_type'])} ({esc(r['gpu_key'])}), estimate "
+               f"{_fmt(r['cost_per_mtok'])} {esc(r['currency'])}/1M tokens, 90% {_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}</li>"
+               for r in nxt) + "</ul>" if nxt else "<p>None: no estimate could beat the cheapest measured type.</p>"))
+    p.h2("Track record: estimates against measurements")
+    loo, held = cand["loo"] or {"rows": []}, cand["held_out"] or {"rows": []}
+    points = [{"label": f"{r['preset']} on {r['gpu']}", "kind": "leave-one-out (H200 presets)",
+               "estimate": r["predicted_tokens_per_s"], "measured": r["measured_tokens_per_s"]} for r in loo["rows"]]
+    points += [{"label": f"{r['preset']} on {r['gpu']}", "kind": "held-out published figure",
+                "estimate": r["predicted_tokens_per_s"], "measured": r["per_gpu_tokens_per_s"]}
+               for r in held["rows"] if r.get("predicted_tokens_per_s")]
+    points += [{"label": f"{r['preset']} on {r['target']}", "kind": "recorded estimate, later measured",
+                "estimate": r["tokens_per_s"], "measured": r["measured_tokens_per_s"]}
+               for r in cand["track"] if r.get("measured_tokens_per_s")]
+    parts = []
+    if points:
+        parts.append(p.chart("estimate-track", lambda: _track_chart(points),
+                             "Each point: an estimate against the measurement it was scored on (dashed: exact).",
+                             rows=points))
+    recorded = cand["track"]
+    parts.append(f"<p>{len(recorded)} estimate(s) recorded in the warehouse, "
+                 f"{sum(1 for r in recorded if r.get('measured_at'))} since measured.</p>")
+    parts.append(p.table("estimate_track", [("preset", "Preset"), ("target", "Target"), ("estimated_at", "Estimated"),
+                                            ("tokens_per_s", "Estimate tokens/s"), ("measured_at", "Measured"),
+                                            ("measured_tokens_per_s", "Measured tokens/s"), ("error", "Error")],
+                         [{**r, "tokens_per_s": _fmt(r["tokens_per_s"]), "error": _fmt(r.get("error"), "+.1%"),
+                           "measured_tokens_per_s": _fmt(r.get("measured_tokens_per_s"))} for r in recorded]))
+    p.card("".join(parts))
+    return p
