@@ -23,6 +23,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import settings
+from tasks.cost.candidates import catalog_entries
 from tasks.cost.rules import today as rules_today
 from reports.data import ReportConfig, ReportData, load
 from reports.site import publish
@@ -57,7 +58,8 @@ def load_report(warehouse: str, config: ReportConfig | None = None) -> ReportDat
     with snapshot(str(warehouse)) as con:
         data = load(con, cfg)
         # the Candidates page's estimates (issue 25): read here, beside the measured figures, never into them
-        data.candidates = pages_candidates.load(con, data.today or rules_today(), cfg.currency, cfg.billing)
+        extra = catalog_entries(targets if (targets := settings.targets_path()).exists() else None)
+        data.candidates = pages_candidates.load(con, data.today or rules_today(), cfg.currency, cfg.billing, extra)
         return data
 
 

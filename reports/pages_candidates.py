@@ -19,7 +19,7 @@ from reports.page import Page
 NAME = "candidates.html"
 
 
-def load(con, today, currency: str = "USD", billing: str | None = "on_demand") -> dict:
+def load(con, today, currency: str = "USD", billing: str | None = "on_demand", extra: list[dict] | None = None) -> dict:
     """The page's data from one open connection (the report's snapshot)."""
     from tasks.cost import calibrate as cal_
     from tasks.cost import estimate_track as track
@@ -31,8 +31,15 @@ def load(con, today, currency: str = "USD", billing: str | None = "on_demand") -
     if cal is None:
         return {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
     opts = options(billing or "on_demand", currency)
-    presets = {p: candidates(con, p, opts, today, cal=cal, workloads=ws) for p in sorted(cal.reference)}
-    return {"presets": presets, "next": [r for rows in presets.values() for r in measure_next(rows)],
+    from tasks.errors import UserError
+
+    presets, errors = {}, []
+    for p in sorted(cal.reference):
+        try:
+            presets[p] = candidates(con, p, opts, today, extra=extra, cal=cal, workloads=ws)
+        except UserError as e:  # e.g. a missing FX rate for a candidate's price: said on the page, not hidden
+            errors.append(f"{p}: no estimates: {e}")
+    return {"presets": presets, "errors": errors, "next": [r for rows in presets.values() for r in measure_next(rows)],
             "loo": track.leave_one_out(cal), "held_out": track.held_out(cal), "track": track.track_record(con)}
 
 
@@ -71,6 +78,8 @@ def candidates_page(data) -> Page:
              "measured runs and each GPU's datasheet (costgap estimate). Estimates are drawn hollow with a dashed "
              "90% interval and labelled 'estimate' in every row; they never enter a measured figure, a gap, an "
              "alert or gap_history.csv. Measured types show their measurement.")
+    for line in cand.get("errors", []):
+        p.card(f"<p><b>Not estimated.</b> {esc(line)}</p>")
     if not cand["presets"]:
         p.card("<p>No estimate: no measured fine-tune on a GPU with a datasheet entry to calibrate on.</p>")
     for preset, rows in cand["presets"].items():
@@ -79,7 +88,7 @@ def candidates_page(data) -> Page:
                 ("tokens_per_s", "Tokens/s"), ("cost", "Cost per 1M tokens"), ("interval", "90% interval"),
                 ("why", "How (fit, precision) or why not")]
         shown = [{"status": r["status"], "instance_type": r["instance_type"], "gpu": f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}",
-                  "tokens_per_s": _fmt(r["tokens_per_s"]), "cost": _fmt(r["cost_per_mtok"]),
+                  "tokens_per_s": _fmt(r["tokens_per_s"], ",.0f"), "cost": _fmt(r["cost_per_mtok"]),
                   "interval": (f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}" if r["cost_lo"] is not None else ""),
                   "why": r["reason"] or (f"{r['fit']}, {r['precision']}" if r["status"] == "estimate" else "measured")}
                  for r in rows]
@@ -112,6 +121,19 @@ def candidates_page(data) -> Page:
         parts.append(p.chart("estimate-track", lambda: _track_chart(points),
                              "Each point: an estimate against the measurement it was scored on (dashed: exact).",
                              rows=points))
+    cols = [("what", "Scored on"), ("preset", "Preset"), ("gpu", "GPU"), ("estimate", "Estimate tokens/s"),
+            ("measured", "Measured tokens/s"), ("error", "Error"), ("source", "Source")]
+    scored = [{"what": "leave-one-out", "preset": r["preset"], "gpu": r["gpu"], "estimate": _fmt(r["predicted_tokens_per_s"], ",.0f"),
+               "measured": _fmt(r["measured_tokens_per_s"], ",.0f"), "error": _fmt(r["error"], "+.1%"),
+               "source": f"{r['inside']}/{r['runs']} runs inside the 90% interval"} for r in loo["rows"]]
+    scored += [{"what": "held-out published", "preset": r["preset"], "gpu": r["gpu"],
+                "estimate": _fmt(r.get("predicted_tokens_per_s"), ",.0f"), "measured": _fmt(r.get("per_gpu_tokens_per_s"), ",.0f"),
+                "error": _fmt(r.get("error"), "+.1%"), "source": f"{r['source']} ({r['date']})"} for r in held["rows"]]
+    parts.append(p.table("estimate_scores", cols, scored))
+    if loo.get("median_abs_error") is not None:
+        parts.append(f"<p>Leave-one-out median |error| {loo['median_abs_error']:.1%}, {loo['inside']}/{loo['runs']} "
+                     f"measured runs inside their 90% interval; held-out published figures: median error "
+                     f"{_fmt(held.get('median_error'), '+.1%')} (tuned stacks against plain PyTorch presets).</p>")
     recorded = cand["track"]
     parts.append(f"<p>{len(recorded)} estimate(s) recorded in the warehouse, "
                  f"{sum(1 for r in recorded if r.get('measured_at'))} since measured.</p>")

@@ -25,22 +25,10 @@ WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckd
 
 
 def _extra(targets_file: Optional[str], catalogs: List[str]) -> list[dict]:
-    from pathlib import Path
+    from tasks.cost.candidates import catalog_entries
 
-    from tasks.cost.candidates import skypilot_entries
-    from tasks.dispatch.targets import load_targets
-    from tasks.errors import UserError
-
-    out = []
     path = targets_path(targets_file)
-    if targets_file or path.exists():
-        out += [{"target": t.id, "provider": t.provider, "region": t.region, "instance_type": t.instance_type,
-                 "gpu_model": t.gpu_model, "gpu_count": t.gpu_count} for t in load_targets(path) if t.gpu_model]
-    for c in catalogs:
-        if not Path(c).is_file():
-            raise UserError(f"--catalog {c}: no such file (a SkyPilot v7 vms.csv)")
-        out += skypilot_entries(c)
-    return out
+    return catalog_entries(path if (targets_file or path.exists()) else None, catalogs)
 
 
 def _line(r: dict) -> str:
@@ -61,7 +49,8 @@ def _line(r: dict) -> str:
 def estimate_cmd(
     preset: Optional[List[str]] = typer.Option(None, "--preset", help="Workload preset (repeatable; default: "
                                                "every preset measured on a GPU with a datasheet entry)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Only this GPU (gpu_specs.json key or the catalog's name)."),
+    gpu: Optional[List[str]] = typer.Option(None, "--gpu", help="Only this GPU (gpu_specs.json key or the catalog's "
+                                            "name; repeatable)."),
     top: Optional[int] = typer.Option(None, "--top", min=1, help="Show the N cheapest rows per preset."),
     catalog: Optional[List[str]] = typer.Option(None, "--catalog", help="A SkyPilot v7 vms.csv whose GPU instance "
                                                 "types join the catalog (repeatable)."),
@@ -94,7 +83,9 @@ def estimate_cmd(
             raise UserError("no measured fine-tune with GEMM and memory-copy figures on a GPU with a datasheet entry: "
                             "nothing to calibrate the estimator on (costgap ingest warehouse/samples/)")
         for p in preset or sorted(cal.reference):
-            rows = candidates(con, p, opts, now, extra=extra, gpu=gpu, cal=cal, workloads=ws)
+            rows = [r for g in (gpu or [None])
+                    for r in candidates(con, p, opts, now, extra=extra, gpu=g, cal=cal, workloads=ws)]
+            rows.sort(key=lambda r: (r["cost_per_mtok"] is None, r["cost_per_mtok"] or 0.0, r["instance_type"]))
             out[p] = rows[:top] if top else rows
     if record:
         from flows.write_slot import writer

@@ -45,6 +45,21 @@ def skypilot_entries(path: str) -> list[dict]:
     return out
 
 
+def catalog_entries(targets_file, catalogs: list[str] = ()) -> list[dict]:
+    """Instance types with a GPU from a targets file (None: none) and SkyPilot catalog files."""
+    from tasks.dispatch.targets import load_targets
+
+    out = []
+    if targets_file is not None:
+        out += [{"target": t.id, "provider": t.provider, "region": t.region, "instance_type": t.instance_type,
+                 "gpu_model": t.gpu_model, "gpu_count": t.gpu_count} for t in load_targets(targets_file) if t.gpu_model]
+    for c in catalogs:
+        if not Path(c).is_file():
+            raise UserError(f"--catalog {c}: no such file (a SkyPilot v7 vms.csv)")
+        out += skypilot_entries(c)
+    return out
+
+
 def _catalog(con, preset: str, extra: list[dict]) -> list[dict]:
     rows = {(r["provider"], r["region"], r["instance_type"]): r for r in sql.rows(con, "estimate_catalog", {"preset": preset})
             if r["gpu_model"] and r["instance_type"]}
