@@ -50,10 +50,10 @@ def _cost_chart(rows: list[dict], preset: str) -> dict:
     bars = base.mark_rule(strokeDash=[4, 3]).encode(x=alt.X("lo:Q", title=f"{preset}: cost per 1M tokens"),
                                                     x2="hi:Q")
     pts = base.mark_point(size=70).encode(
-        x="cost:Q", shape=alt.Shape("kind:N", title="measured or estimate"),
+        x="cost:Q", shape=alt.Shape("kind:N", title="measured or estimate", legend=alt.Legend(orient="bottom")),
         fill=alt.condition("datum.kind == 'measured'", alt.value("#1f4e79"), alt.value("transparent")),
         color=alt.value("#1f4e79"), tooltip=["type:N", "kind:N", "cost:Q", "lo:Q", "hi:Q"])
-    return (bars + pts).properties(width=560, height=max(60, 22 * len(data))).to_dict()
+    return (bars + pts).properties(width=420, height=max(60, 22 * len(data))).to_dict()
 
 
 def _track_chart(points: list[dict]) -> dict:
@@ -63,8 +63,8 @@ def _track_chart(points: list[dict]) -> dict:
     pts = alt.Chart(alt.Data(values=points)).mark_point(size=70, filled=False).encode(
         x=alt.X("measured:Q", title="measured tokens/s", scale=alt.Scale(type="log")),
         y=alt.Y("estimate:Q", title="estimate (tokens/s)", scale=alt.Scale(type="log")),
-        shape=alt.Shape("kind:N", title="scored how"), tooltip=["label:N", "kind:N", "estimate:Q", "measured:Q"])
-    return (line + pts).properties(width=420, height=320).to_dict()
+        shape=alt.Shape("kind:N", title="scored how", legend=alt.Legend(orient="bottom", columns=1)), tooltip=["label:N", "kind:N", "estimate:Q", "measured:Q"])
+    return (line + pts).properties(width=400, height=300).to_dict()
 
 
 def _fmt(x, spec=".4g") -> str:

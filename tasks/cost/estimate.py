@@ -51,8 +51,9 @@ def _precision(w: cal_.Workload, sheet: cal_.Sheet) -> tuple[str | None, str | N
     if sheet.peaks.get(w.precision):
         return w.precision, None
     if w.precision == "bf16" and sheet.peaks.get("fp16"):
-        return "fp16", (f"no bf16 on {sheet.key}: fp16 with loss scaling at its own peak "
-                        f"({sheet.peaks['fp16']:g} TFLOP/s), full fine-tunes keep fp32 master weights")
+        return "fp16", (f"no bf16 on {sheet.key}: fp16 with loss scaling at its own peak ({sheet.peaks['fp16']:g} "
+                        "TFLOP/s)" + (", fp32 master weights, grads and moments (16 B/param)" if w.mode == "full"
+                                      else ", the frozen base in fp16"))
     return None, None
 
 
