@@ -32,7 +32,7 @@ def test_no_datasheet_entry_means_no_number(cal):
     assert est.price_row(p, 2.0, 1.0)["cost_per_mtok"] is None
 
 
-@pytest.mark.parametrize("gpu,precision,fit", [("V100", "fp16", "smaller micro-batch"), ("A10", "bf16", "smaller micro-batch"),
+@pytest.mark.parametrize("gpu,precision,fit", [("V100", "fp16", "checkpointing"), ("A10", "bf16", "smaller micro-batch"),
                                                ("H200", "bf16", "as measured")])
 def test_precision_and_fit(cal, gpu, precision, fit):
     p = est.predict(cal.reference["1b"], cal_.match_gpu(gpu), 1, cal, gpu)
@@ -76,7 +76,10 @@ def test_loo_and_held_out_scores(cal):
 def test_duplicated_constants_match_the_probe():
     from tasks.probe import presets, qlora
 
+    from tasks.probe import finetune_plan
+
     assert cal_.NF4_BYTES == qlora.NF4_BYTES_PER_PARAM
+    assert est.TARGET_TOKENS_PER_STEP == finetune_plan.TARGET_TOKENS_PER_STEP
     for name in ("1b", "8b-lora", "bert-large"):  # checkpointing keeps at most CKPT_KEEP of the activations
         p = presets.PRESETS[name]
 

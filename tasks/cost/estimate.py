@@ -25,6 +25,7 @@ from tasks.cost.derived import TierConfig
 from tasks.cost.model import effective_cost, failure_rate, rerun_factor
 
 MODEL_VERSION = "1"  # bump when the estimator's method changes: older track-record rows say which one made them
+TARGET_TOKENS_PER_STEP = 8192  # the probe's (finetune_plan.py; importing it needs torch, tests hold the copy equal)
 TIER = TierConfig()  # memory headroom and the assumed multi-GPU scaling efficiency: the cost domain's, once
 
 
@@ -57,17 +58,22 @@ def _precision(w: cal_.Workload, sheet: cal_.Sheet) -> tuple[str | None, str | N
     return None, None
 
 
+def _largest(w: cal_.Workload, precision: str, usable: float, ckpt: bool) -> int:
+    """The measured micro-batch halved until the step fits `usable` bytes (0: not even 1)."""
+    state, keep, mb = w.state_bytes(precision), (cal_.CKPT_KEEP if ckpt else 1.0), w.micro_batch
+    while mb >= 1 and state + mb * w.seq_len * w.act_bytes_per_token * keep > usable:
+        mb //= 2
+    return mb
+
+
 def _fit(w: cal_.Workload, precision: str, usable: float) -> tuple[int, bool] | None:
-    """(micro-batch, checkpointing): the measured micro-batch halved until the step fits, then with checkpointing."""
-    state = w.state_bytes(precision)
-    for ckpt in (False, True):
-        mb = w.micro_batch
-        keep = cal_.CKPT_KEEP if ckpt else 1.0
-        while mb >= 1:
-            if state + mb * w.seq_len * w.act_bytes_per_token * keep <= usable:
-                return mb, ckpt
-            mb //= 2
-    return None
+    """(micro-batch, checkpointing) by the probe's rule (tasks/probe/finetune_plan.plan): without checkpointing
+    when that reaches TARGET_TOKENS_PER_STEP (or checkpointing would not allow a bigger micro-batch), else with it."""
+    plain, ckpt = _largest(w, precision, usable, False), _largest(w, precision, usable, True)
+    want = min(w.micro_batch, max(1, TARGET_TOKENS_PER_STEP // w.seq_len))
+    if plain >= 1 and (plain >= want or ckpt <= plain):
+        return plain, False
+    return (ckpt, True) if ckpt >= 1 else None
 
 
 def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Calibration,
@@ -118,6 +124,15 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
                  f"{usable / cal_.GIB:.1f} GiB usable: micro-batch {mb}"
                  + (f" with activation checkpointing (keeps <= {cal_.CKPT_KEEP:.0%} of activations; recomputing "
                     f"the forward adds {cal_.RECOMPUTE[w.mode]:.0%} FLOPs)" if ckpt else "") + f", ~{need:.1f} GiB")
+    if not ckpt and need * cal_.GIB > 0.9 * usable:  # the probe's own first guess is more cautious than this
+        alt = _largest(w, precision, usable, True)
+        alt_x = kappa / cal_.step_time(w, sheet, precision, alt, True, cal.eff).seconds * scale
+        a.append(f"tight fit ({need * cal_.GIB / usable:.0%} of usable): if the run checkpoints instead "
+                 f"(micro-batch {alt}), expect ~{alt_x:,.0f} tokens/s")
+    elif need * cal_.GIB > 0.95 * usable:
+        a.append(f"tight fit ({need * cal_.GIB / usable:.0%} of usable)"
+                 + (": a smaller micro-batch is left if it runs out of memory" if mb > 1 else
+                    ": if it runs out of memory there is no smaller step (it would not fit)"))
     a.append(f"efficiency beyond both (kappa {kappa:.2f}) "
              + (f"calibrated on {w.preset}'s own runs" if own else "the median over the measured presets"))
     if count > 1:
