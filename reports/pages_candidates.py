@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reports.html import esc
+from reports.html import Raw, esc
 from reports.page import Page
 
 NAME = "candidates.html"
@@ -30,13 +30,16 @@ def load(con, today, currency: str = "USD", billing: str | None = "on_demand", e
     cal = cal_.calibrate(ws, cal_.efficiencies(con))
     if cal is None:
         return {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
+    from tasks.cost.table import cost_table
+
     opts = options(billing or "on_demand", currency)
+    measured = cost_table(con, billing=opts.billing, currency=currency, today=today).to_dicts()
     from tasks.errors import UserError
 
     presets, errors = {}, []
     for p in sorted(cal.reference):
         try:
-            presets[p] = candidates(con, p, opts, today, extra=extra, cal=cal, workloads=ws)
+            presets[p] = candidates(con, p, opts, today, extra=extra, cal=cal, workloads=ws, measured=measured)
         except UserError as e:  # e.g. a missing FX rate for a candidate's price: said on the page, not hidden
             errors.append(f"{p}: no estimates: {e}")
     return {"presets": presets, "errors": errors, "next": [r for rows in presets.values() for r in measure_next(rows)],
@@ -71,6 +74,11 @@ def _fmt(x, spec=".4g") -> str:
     return "" if x is None else format(x, spec)
 
 
+def _num(x, spec=".4g"):
+    """A number shown as `spec`, sorting as the number (None: the table's missing value)."""
+    return None if x is None else Raw(esc(format(x, spec)), sort=x)
+
+
 def candidates_page(data) -> Page:
     cand = getattr(data, "candidates", None) or {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
     p = Page(NAME, "Candidates (estimates)",
@@ -88,16 +96,20 @@ def candidates_page(data) -> Page:
                 ("tokens_per_s", "Tokens/s"), ("cost", "Cost per 1M tokens"), ("interval", "90% interval"),
                 ("why", "How (fit, precision) or why not")]
         shown = [{"status": r["status"], "instance_type": r["instance_type"], "gpu": f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}",
-                  "tokens_per_s": _fmt(r["tokens_per_s"], ",.0f"), "cost": _fmt(r["cost_per_mtok"]),
-                  "interval": (f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}" if r["cost_lo"] is not None else ""),
+                  "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "cost": _num(r["cost_per_mtok"]),
+                  "interval": (Raw(esc(f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}"), sort=r["cost_lo"])
+                               if r["cost_lo"] is not None else None),
                   "why": r["reason"] or (f"{r['fit']}, {r['precision']}" if r["status"] == "estimate" else "measured")}
                  for r in rows]
-        parts = [p.table(f"candidates_{preset}", cols, shown, csv=[{k: v for k, v in r.items() if k != "assumptions"}
+        parts = [p.table(f"candidates_{preset}", cols, shown, numeric=("tokens_per_s", "cost", "interval"), csv=[{k: v for k, v in r.items() if k != "assumptions"}
                                                                     | {"assumptions": " | ".join(r["assumptions"])}
                                                                     for r in rows])]
         if any(r["cost_per_mtok"] is not None for r in rows):
             parts.append(p.chart(f"candidates-{preset}", lambda r=rows, s=preset: _cost_chart(r, s),
-                                 f"{preset}: filled = measured, hollow with a dashed interval = estimate."))
+                                 f"{preset}: filled = measured, hollow with a dashed interval = estimate.",
+                                 rows=[{k: r[k] for k in ("instance_type", "gpu_key", "status", "cost_per_mtok",
+                                                          "cost_lo", "cost_hi", "currency")}
+                                       for r in rows if r["cost_per_mtok"] is not None]))
         p.card("".join(parts))
     p.h2("Measure next")
     nxt = cand["next"]
@@ -123,13 +135,14 @@ def candidates_page(data) -> Page:
                              rows=points))
     cols = [("what", "Scored on"), ("preset", "Preset"), ("gpu", "GPU"), ("estimate", "Estimate tokens/s"),
             ("measured", "Measured tokens/s"), ("error", "Error"), ("source", "Source")]
-    scored = [{"what": "leave-one-out", "preset": r["preset"], "gpu": r["gpu"], "estimate": _fmt(r["predicted_tokens_per_s"], ",.0f"),
-               "measured": _fmt(r["measured_tokens_per_s"], ",.0f"), "error": _fmt(r["error"], "+.1%"),
+    scored = [{"what": "leave-one-out", "preset": r["preset"], "gpu": r["gpu"], "estimate": _num(r["predicted_tokens_per_s"], ",.0f"),
+               "measured": _num(r["measured_tokens_per_s"], ",.0f"), "error": _num(r["error"], "+.1%"),
                "source": f"{r['inside']}/{r['runs']} runs inside the 90% interval"} for r in loo["rows"]]
     scored += [{"what": "held-out published", "preset": r["preset"], "gpu": r["gpu"],
-                "estimate": _fmt(r.get("predicted_tokens_per_s"), ",.0f"), "measured": _fmt(r.get("per_gpu_tokens_per_s"), ",.0f"),
-                "error": _fmt(r.get("error"), "+.1%"), "source": f"{r['source']} ({r['date']})"} for r in held["rows"]]
-    parts.append(p.table("estimate_scores", cols, scored))
+                "estimate": _num(r.get("predicted_tokens_per_s"), ",.0f"), "measured": _num(r.get("per_gpu_tokens_per_s"), ",.0f"),
+                "error": _num(r.get("error"), "+.1%"), "source": f"{r['source']} ({r['date']})"} for r in held["rows"]]
+    if scored:
+        parts.append(p.table("estimate_scores", cols, scored, numeric=("estimate", "measured", "error")))
     if loo.get("median_abs_error") is not None:
         parts.append(f"<p>Leave-one-out median |error| {loo['median_abs_error']:.1%}, {loo['inside']}/{loo['runs']} "
                      f"measured runs inside their 90% interval; held-out published figures: median error "
@@ -137,10 +150,14 @@ def candidates_page(data) -> Page:
     recorded = cand["track"]
     parts.append(f"<p>{len(recorded)} estimate(s) recorded in the warehouse, "
                  f"{sum(1 for r in recorded if r.get('measured_at'))} since measured.</p>")
-    parts.append(p.table("estimate_track", [("preset", "Preset"), ("target", "Target"), ("estimated_at", "Estimated"),
-                                            ("tokens_per_s", "Estimate tokens/s"), ("measured_at", "Measured"),
-                                            ("measured_tokens_per_s", "Measured tokens/s"), ("error", "Error")],
-                         [{**r, "tokens_per_s": _fmt(r["tokens_per_s"]), "error": _fmt(r.get("error"), "+.1%"),
-                           "measured_tokens_per_s": _fmt(r.get("measured_tokens_per_s"))} for r in recorded]))
+    if recorded:
+        parts.append(p.table("estimate_track", [("preset", "Preset"), ("target", "Target"), ("estimated_at", "Estimated"),
+                                                ("tokens_per_s", "Estimate tokens/s"), ("measured_at", "Measured"),
+                                                ("measured_tokens_per_s", "Measured tokens/s"), ("error", "Error")],
+                             [{**r, "estimated_at": r["estimated_at"].isoformat(timespec="minutes"),
+                               "measured_at": r["measured_at"].isoformat(timespec="minutes") if r.get("measured_at") else None,
+                               "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "error": _num(r.get("error"), "+.1%"),
+                               "measured_tokens_per_s": _num(r.get("measured_tokens_per_s"), ",.0f")} for r in recorded],
+                             numeric=("tokens_per_s", "measured_tokens_per_s", "error")))
     p.card("".join(parts))
     return p

@@ -35,14 +35,14 @@ def _line(r: dict) -> str:
     cur = r["currency"]
     where = f"{r['instance_type']} ({r['provider']}/{r['region']}, {r['gpu_count']}x {r['gpu_key'] or r['gpu']})"
     if r["status"] == "measured":
-        return (f"  measured   {where}: {r['tokens_per_s']:.4g} tokens/s, "
+        return (f"  measured   {where}: {r['tokens_per_s']:,.0f} tokens/s, "
                 + (f"{r['cost_per_mtok']:.4g} {cur}/1M tokens (90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g})"
                    if r["cost_per_mtok"] is not None else "no price"))
     if r["tokens_per_s"] is None:
         return f"  {r['status']:<10} {where}: {r['reason']}"
     cost = (f"{r['cost_per_mtok']:.4g} {cur}/1M tokens (90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g}), R {r['R']:.3f}"
             if r["cost_per_mtok"] is not None else "no price")
-    return (f"  estimate   {where}: {r['tokens_per_s']:.4g} tokens/s (90% {r['lo']:.4g}..{r['hi']:.4g}) "
+    return (f"  estimate   {where}: {r['tokens_per_s']:,.0f} tokens/s (90% {r['lo']:,.0f}..{r['hi']:,.0f}) "
             f"{r['precision']}, {cost}")
 
 
@@ -68,7 +68,7 @@ def estimate_cmd(
     from tasks.cost import calibrate as cal_
     from tasks.cost.candidates import candidates
     from tasks.cost.rules import today
-    from tasks.cost.table import options
+    from tasks.cost.table import cost_table, options
     from tasks.errors import UserError
     from warehouse.db import reading
 
@@ -82,9 +82,11 @@ def estimate_cmd(
         if cal is None:
             raise UserError("no measured fine-tune with GEMM and memory-copy figures on a GPU with a datasheet entry: "
                             "nothing to calibrate the estimator on (costgap ingest warehouse/samples/)")
+        measured = cost_table(con, billing=opts.billing, currency=opts.currency, f=opts.f, today=now).to_dicts()
         for p in preset or sorted(cal.reference):
             rows = [r for g in (gpu or [None])
-                    for r in candidates(con, p, opts, now, extra=extra, gpu=g, cal=cal, workloads=ws)]
+                    for r in candidates(con, p, opts, now, extra=extra, gpu=g, cal=cal, workloads=ws,
+                                       measured=measured)]
             rows.sort(key=lambda r: (r["cost_per_mtok"] is None, r["cost_per_mtok"] or 0.0, r["instance_type"]))
             out[p] = rows[:top] if top else rows
     if record:
