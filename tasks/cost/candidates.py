@@ -12,7 +12,6 @@ A (target, preset) with measured runs shows the cost model's figure (tasks.cost.
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
@@ -143,7 +142,3 @@ def measure_next(rows: list[dict]) -> list[dict]:
     if best is None:
         return []
     return [r for r in rows if r["status"] == "estimate" and r["cost_lo"] is not None and r["cost_lo"] <= best]
-
-
-def as_dict(pred: est.Prediction) -> dict:
-    return asdict(pred)

@@ -92,9 +92,11 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
     out.precision = precision
     if got is None:
         out.fit = "does not fit"
-        out.reason = (f"does not fit: {w.preset} state alone is {w.state_bytes(precision) / cal_.GIB:.1f} GiB with "
-                      f"micro-batch 1 under checkpointing needing more; {sheet.memory_gib:g} GiB x "
-                      f"{TIER.memory_headroom:g} = {usable / cal_.GIB:.1f} GiB usable")
+        state = w.state_bytes(precision)
+        need = state + w.seq_len * w.act_bytes_per_token * cal_.CKPT_KEEP
+        out.reason = (f"does not fit: {w.preset} in {precision} needs ~{need / cal_.GIB:.1f} GiB at micro-batch 1 with "
+                      f"activation checkpointing ({state / cal_.GIB:.1f} GiB of it weights, gradients and optimizer "
+                      f"state); {sheet.memory_gib:g} GiB x {TIER.memory_headroom:g} = {usable / cal_.GIB:.1f} GiB usable")
         return out
     mb, ckpt = got
     step = cal_.step_time(w, sheet, precision, mb, ckpt, cal.eff)
