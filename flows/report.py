@@ -23,6 +23,8 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows import settings
+from tasks.cost.candidates import catalog_entries
+from tasks.cost.rules import today as rules_today
 from reports.data import ReportConfig, ReportData, load
 from reports.site import publish
 from reports.text import HEADLINE_COLUMNS, findings_markdown, frame_markdown, headline_text
@@ -50,8 +52,15 @@ def snapshot(warehouse: str) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def load_report(warehouse: str, config: ReportConfig | None = None) -> ReportData:
     """Everything the report shows, from one snapshot of the warehouse (closed before rendering)."""
+    from reports import pages_candidates
+
+    cfg = config or ReportConfig()
     with snapshot(str(warehouse)) as con:
-        return load(con, config or ReportConfig())
+        data = load(con, cfg)
+        # the Candidates page's estimates (issue 25): read here, beside the measured figures, never into them
+        extra = catalog_entries(targets if (targets := settings.targets_path()).exists() else None)
+        data.candidates = pages_candidates.load(con, data.today or rules_today(), cfg.currency, cfg.billing, extra)
+        return data
 
 
 def build_site(warehouse: str, site: str, *, baseline: str | None = None, images: bool = True,

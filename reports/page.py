@@ -21,7 +21,8 @@ from reports.html import Raw, empty, esc, link, pct, script_json, sig, table
 from reports.theme import CSS
 
 NAV = [("index.html", "Overview"), ("over-time.html", "Gap over time"), ("why.html", "Why it moved"),
-       ("hardware.html", "Hardware efficiency"), ("reliability.html", "Reliability"), ("quality.html", "Data quality")]
+       ("hardware.html", "Hardware efficiency"), ("reliability.html", "Reliability"), ("quality.html", "Data quality"),
+       ("candidates.html", "Candidates")]
 ASSET_JS = "assets/vega.js"
 TABLES_JS = "assets/tables.js"
 _EMBED = """

@@ -34,6 +34,7 @@ import vl_convert as vlc
 from reports.data import ReportData
 from reports.page import ASSET_JS, TABLES_JS, render
 from reports.pages import all_pages
+from reports.pages_candidates import candidates_page
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
     (out / TABLES_JS).write_text(tables_js, encoding="utf-8")
     js_bytes, tables_bytes = len(js.encode("utf-8")), len(tables_js.encode("utf-8"))
     pages, specs, written = [], {}, {}
-    for page in all_pages(data):
+    for page in [*all_pages(data), candidates_page(data)]:
         html = render(page, data)
         (out / page.filename).write_text(html, encoding="utf-8")
         for name, rows in page.data.items():

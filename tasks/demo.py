@@ -39,6 +39,11 @@ PRICE_NOTE = ("illustrative prices for the demo (not a quote from any provider):
 TARGET_NOTE = "provider, region and instance type invented by costgap demo so that the price book can join"
 # Illustrative on-demand USD/h by GPU family: rough public list-price levels seen in 2025-2026, not quotes.
 ILLUSTRATIVE_USD_PER_HOUR = {"H200": 3.80, "H100": 2.99, "A100": 1.79, "L40S": 1.25, "A10": 0.75, None: 0.12}
+# The seed's question (issue 25, `costgap estimate`): the A10 and V100 types of deploy/targets.toml, priced at
+# deploy/prices/examples/illustrative-cn.csv's ILLUSTRATIVE CNY figures (12.00 and 13.00 CNY/h) converted at
+# deploy/fx_rates.csv's 2026-10-30 ECB cross rate (6.6529 CNY/USD). Not quotes: replace with real prices.
+ILLUSTRATIVE_CANDIDATES = (("alibaba", "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge", 1.8037),
+                           ("tencent", "ap-guangzhou", "GN10Xp.2XLARGE40", 1.9540))
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,12 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
             continue
         rows.append(PriceRow(original_amount=usd, effective_from=start - timedelta(days=30), effective_to=cut, **key))
         rows.append(PriceRow(original_amount=round(usd * cfg.price_cut, 4), effective_from=cut, **key))
+    for provider, region, itype, usd in ILLUSTRATIVE_CANDIDATES:
+        rows.append(PriceRow(provider=provider, region=region, instance_type=itype, billing_mode="on_demand",
+                             currency="USD", original_amount=usd, original_period="hour",
+                             effective_from=start - timedelta(days=30), fetched_at=fetched,
+                             source="costgap demo (illustrative; deploy/prices/examples/illustrative-cn.csv at the "
+                                    "2026-10-30 FX rate)"))
     summary = import_rows(con, rows, source_kind="demo", source="costgap demo (illustrative)", fetched_at=fetched)
     con.execute("insert or replace into provenance (scope, key, label, note) values ('price_import', ?, 'illustrative', ?)",
                 [summary.import_id, PRICE_NOTE])

@@ -1,6 +1,6 @@
 """NVML helpers and the background telemetry Sampler (stdlib + optional pynvml from nvidia-ml-py).
 
-    python -c "from tasks.probe import nvml; print(nvml.available())"
+    python -c "from tasks.probe.host import nvml; print(nvml.available())"
 
 Without NVML (no pynvml, no driver, CPU host) everything still works: `available()` is False,
 the Sampler records nothing, and `Window.conditions()` / `Window.energy_j()` return None, so the

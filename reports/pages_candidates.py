@@ -1,0 +1,163 @@
+"""The Candidates page: instance types not yet measured, estimated (and labelled so), beside the measured ones.
+
+    costgap demo && open .costgap/demo-site/candidates.html
+
+Per preset, every catalog type's cost per 1M tokens: measured ones filled, estimates hollow with a dashed
+90% interval and the word "estimate" in every label and row. "Measure next": the estimated types whose
+interval reaches the cheapest measured cost, so measuring them could change the answer. The track record:
+leave-one-out predictions and the recorded estimates later measured, against the measurement. Its figures
+come from tasks.cost.candidates and tasks.cost.estimate_track; nothing here enters a measured table.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+from reports.html import Raw, esc
+from reports.page import Page
+
+NAME = "candidates.html"
+
+
+def load(con, today, currency: str = "USD", billing: str | None = "on_demand", extra: list[dict] | None = None) -> dict:
+    """The page's data from one open connection (the report's snapshot)."""
+    from tasks.cost import calibrate as cal_
+    from tasks.cost import estimate_track as track
+    from tasks.cost.candidates import candidates, measure_next
+    from tasks.cost.table import options
+
+    ws = cal_.workloads(con)
+    cal = cal_.calibrate(ws, cal_.efficiencies(con))
+    if cal is None:
+        return {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
+    from tasks.cost.table import cost_table
+
+    opts = options(billing or "on_demand", currency)
+    measured = cost_table(con, billing=opts.billing, currency=currency, today=today).to_dicts()
+    from tasks.errors import UserError
+
+    presets, errors = {}, []
+    for p in sorted(cal.reference):
+        try:
+            presets[p] = candidates(con, p, opts, today, extra=extra, cal=cal, workloads=ws, measured=measured)
+        except UserError as e:  # e.g. a missing FX rate for a candidate's price: said on the page, not hidden
+            errors.append(f"{p}: no estimates: {e}")
+    return {"presets": presets, "errors": errors, "next": [r for rows in presets.values() for r in measure_next(rows)],
+            "loo": track.leave_one_out(cal), "held_out": track.held_out(cal), "track": track.track_record(con)}
+
+
+def _cost_chart(rows: list[dict], preset: str) -> dict:
+    data = [{"type": f"{r['instance_type']} ({r['gpu_key']})", "kind": r["status"], "cost": r["cost_per_mtok"],
+             "lo": r["cost_lo"], "hi": r["cost_hi"]} for r in rows if r["cost_per_mtok"] is not None]
+    base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("type:N", sort=alt.EncodingSortField("cost"), title=None))
+    bars = base.mark_rule(strokeDash=[4, 3]).encode(x=alt.X("lo:Q", title=f"{preset}: cost per 1M tokens"),
+                                                    x2="hi:Q")
+    pts = base.mark_point(size=70).encode(
+        x="cost:Q", shape=alt.Shape("kind:N", title="measured or estimate", legend=alt.Legend(orient="bottom")),
+        fill=alt.condition("datum.kind == 'measured'", alt.value("#1f4e79"), alt.value("transparent")),
+        color=alt.value("#1f4e79"), tooltip=["type:N", "kind:N", "cost:Q", "lo:Q", "hi:Q"])
+    return (bars + pts).properties(width=420, height=max(60, 22 * len(data))).to_dict()
+
+
+def _track_chart(points: list[dict]) -> dict:
+    line = alt.Chart(alt.Data(values=[{"v": min(p["measured"] for p in points)},
+                                      {"v": max(p["measured"] for p in points)}])).mark_line(
+        strokeDash=[2, 2], color="#888").encode(x="v:Q", y="v:Q")
+    pts = alt.Chart(alt.Data(values=points)).mark_point(size=70, filled=False).encode(
+        x=alt.X("measured:Q", title="measured tokens/s", scale=alt.Scale(type="log")),
+        y=alt.Y("estimate:Q", title="estimate (tokens/s)", scale=alt.Scale(type="log")),
+        shape=alt.Shape("kind:N", title="scored how", legend=alt.Legend(orient="bottom", columns=1)), tooltip=["label:N", "kind:N", "estimate:Q", "measured:Q"])
+    return (line + pts).properties(width=400, height=300).to_dict()
+
+
+def _fmt(x, spec=".4g") -> str:
+    return "" if x is None else format(x, spec)
+
+
+def _num(x, spec=".4g"):
+    """A number shown as `spec`, sorting as the number (None: the table's missing value)."""
+    return None if x is None else Raw(esc(format(x, spec)), sort=x)
+
+
+def candidates_page(data) -> Page:
+    cand = getattr(data, "candidates", None) or {"presets": {}, "next": [], "loo": None, "held_out": None, "track": []}
+    p = Page(NAME, "Candidates (estimates)",
+             "Instance types not yet measured, with an ESTIMATE of tokens/s and cost per 1M tokens from the "
+             "measured runs and each GPU's datasheet (costgap estimate). Estimates are drawn hollow with a dashed "
+             "90% interval and labelled 'estimate' in every row; they never enter a measured figure, a gap, an "
+             "alert or gap_history.csv. Measured types show their measurement.")
+    for line in cand.get("errors", []):
+        p.card(f"<p><b>Not estimated.</b> {esc(line)}</p>")
+    if not cand["presets"]:
+        p.card("<p>No estimate: no measured fine-tune on a GPU with a datasheet entry to calibrate on.</p>")
+    for preset, rows in cand["presets"].items():
+        p.h2(f"{preset}: measured and estimated")
+        cols = [("status", "Measured or estimate"), ("instance_type", "Instance type"), ("gpu", "GPU"),
+                ("tokens_per_s", "Tokens/s"), ("cost", "Cost per 1M tokens"), ("interval", "90% interval"),
+                ("why", "How (fit, precision) or why not")]
+        shown = [{"status": r["status"], "instance_type": r["instance_type"], "gpu": f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}",
+                  "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "cost": _num(r["cost_per_mtok"]),
+                  "interval": (Raw(esc(f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}"), sort=r["cost_lo"])
+                               if r["cost_lo"] is not None else None),
+                  "why": r["reason"] or (f"{r['fit']}, {r['precision']}" if r["status"] == "estimate" else "measured")}
+                 for r in rows]
+        parts = [p.table(f"candidates_{preset}", cols, shown, numeric=("tokens_per_s", "cost", "interval"), csv=[{k: v for k, v in r.items() if k != "assumptions"}
+                                                                    | {"assumptions": " | ".join(r["assumptions"])}
+                                                                    for r in rows])]
+        if any(r["cost_per_mtok"] is not None for r in rows):
+            parts.append(p.chart(f"candidates-{preset}", lambda r=rows, s=preset: _cost_chart(r, s),
+                                 f"{preset}: filled = measured, hollow with a dashed interval = estimate.",
+                                 rows=[{k: r[k] for k in ("instance_type", "gpu_key", "status", "cost_per_mtok",
+                                                          "cost_lo", "cost_hi", "currency")}
+                                       for r in rows if r["cost_per_mtok"] is not None]))
+        p.card("".join(parts))
+    p.h2("Measure next")
+    nxt = cand["next"]
+    p.card("<p>Estimated types whose 90% interval reaches the cheapest measured cost: measuring them could change "
+           "the answer.</p>" + ("<ul>" + "".join(
+               f"<li>{esc(r['preset'])}: {esc(r['instance_type'])} ({esc(r['gpu_key'])}), estimate "
+               f"{_fmt(r['cost_per_mtok'])} {esc(r['currency'])}/1M tokens, 90% {_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}</li>"
+               for r in nxt) + "</ul>" if nxt else "<p>None: no estimate could beat the cheapest measured type.</p>"))
+    p.h2("Track record: estimates against measurements")
+    loo, held = cand["loo"] or {"rows": []}, cand["held_out"] or {"rows": []}
+    points = [{"label": f"{r['preset']} on {r['gpu']}", "kind": "leave-one-out (H200 presets)",
+               "estimate": r["predicted_tokens_per_s"], "measured": r["measured_tokens_per_s"]} for r in loo["rows"]]
+    points += [{"label": f"{r['preset']} on {r['gpu']}", "kind": "held-out published figure",
+                "estimate": r["predicted_tokens_per_s"], "measured": r["per_gpu_tokens_per_s"]}
+               for r in held["rows"] if r.get("predicted_tokens_per_s")]
+    points += [{"label": f"{r['preset']} on {r['target']}", "kind": "recorded estimate, later measured",
+                "estimate": r["tokens_per_s"], "measured": r["measured_tokens_per_s"]}
+               for r in cand["track"] if r.get("measured_tokens_per_s")]
+    parts = []
+    if points:
+        parts.append(p.chart("estimate-track", lambda: _track_chart(points),
+                             "Each point: an estimate against the measurement it was scored on (dashed: exact).",
+                             rows=points))
+    cols = [("what", "Scored on"), ("preset", "Preset"), ("gpu", "GPU"), ("estimate", "Estimate tokens/s"),
+            ("measured", "Measured tokens/s"), ("error", "Error"), ("source", "Source")]
+    scored = [{"what": "leave-one-out", "preset": r["preset"], "gpu": r["gpu"], "estimate": _num(r["predicted_tokens_per_s"], ",.0f"),
+               "measured": _num(r["measured_tokens_per_s"], ",.0f"), "error": _num(r["error"], "+.1%"),
+               "source": f"{r['inside']}/{r['runs']} runs inside the 90% interval"} for r in loo["rows"]]
+    scored += [{"what": "held-out published", "preset": r["preset"], "gpu": r["gpu"],
+                "estimate": _num(r.get("predicted_tokens_per_s"), ",.0f"), "measured": _num(r.get("per_gpu_tokens_per_s"), ",.0f"),
+                "error": _num(r.get("error"), "+.1%"), "source": f"{r['source']} ({r['date']})"} for r in held["rows"]]
+    if scored:
+        parts.append(p.table("estimate_scores", cols, scored, numeric=("estimate", "measured", "error")))
+    if loo.get("median_abs_error") is not None:
+        parts.append(f"<p>Leave-one-out median |error| {loo['median_abs_error']:.1%}, {loo['inside']}/{loo['runs']} "
+                     f"measured runs inside their 90% interval; held-out published figures: median error "
+                     f"{_fmt(held.get('median_error'), '+.1%')} (tuned stacks against plain PyTorch presets).</p>")
+    recorded = cand["track"]
+    parts.append(f"<p>{len(recorded)} estimate(s) recorded in the warehouse, "
+                 f"{sum(1 for r in recorded if r.get('measured_at'))} since measured.</p>")
+    if recorded:
+        parts.append(p.table("estimate_track", [("preset", "Preset"), ("target", "Target"), ("estimated_at", "Estimated"),
+                                                ("tokens_per_s", "Estimate tokens/s"), ("measured_at", "Measured"),
+                                                ("measured_tokens_per_s", "Measured tokens/s"), ("error", "Error")],
+                             [{**r, "estimated_at": r["estimated_at"].isoformat(timespec="minutes"),
+                               "measured_at": r["measured_at"].isoformat(timespec="minutes") if r.get("measured_at") else None,
+                               "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "error": _num(r.get("error"), "+.1%"),
+                               "measured_tokens_per_s": _num(r.get("measured_tokens_per_s"), ",.0f")} for r in recorded],
+                             numeric=("tokens_per_s", "measured_tokens_per_s", "error")))
+    p.card("".join(parts))
+    return p

@@ -1,0 +1,144 @@
+"""Every instance type with a known GPU, ranked by cost per 1M tokens: measured where it was, estimated where not.
+
+    costgap estimate --preset 1b --catalog tests/fixtures/skypilot/lambda-vms.csv --json
+
+The catalog: the warehouse's targets (estimate_catalog.sql), the targets file's entries (gpu_model,
+gpu_count) and SkyPilot v7 `vms.csv` files (AcceleratorName, AcceleratorCount). Prices: the price book
+in force today (estimate_prices.sql), else a SkyPilot file's own Price (its file:line is the source).
+A (target, preset) with measured runs shows the cost model's figure (tasks.cost.table), marked
+"measured"; the estimate is not computed for it.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from tasks.cost import calibrate as cal_
+from tasks.cost import estimate as est
+from tasks.cost.model import CostOptions
+from tasks.errors import UserError
+from tasks.pricing.fx import FxError
+from warehouse import sql
+
+
+def skypilot_entries(path: str) -> list[dict]:
+    """GPU instance types of a SkyPilot v7 vms.csv, with their on-demand price (rows with an accelerator only)."""
+    from tasks.pricing.skypilot import SkyPilotCatalog
+
+    cat = SkyPilotCatalog(path)
+    prices = {(r.region, r.instance_type): r for r in cat.fetch() if r.billing_mode == "on_demand"}
+    out = []
+    with Path(path).open(newline="", encoding="utf-8-sig") as fh:
+        for rec in csv.DictReader(fh):
+            name, count = (rec.get("AcceleratorName") or "").strip(), (rec.get("AcceleratorCount") or "").strip()
+            row = prices.get((rec["Region"].strip(), rec["InstanceType"].strip()))
+            if not name or row is None:
+                continue
+            out.append({"target": None, "provider": row.provider, "region": row.region,
+                        "instance_type": row.instance_type, "gpu_model": name, "gpu_count": int(float(count or 1)),
+                        "file_price": row.original_amount, "file_currency": row.currency, "file_source": row.source})
+    return out
+
+
+def catalog_entries(targets_file, catalogs: list[str] = ()) -> list[dict]:
+    """Instance types with a GPU from a targets file (None: none) and SkyPilot catalog files."""
+    from tasks.dispatch.targets import load_targets
+
+    out = []
+    if targets_file is not None:
+        out += [{"target": t.id, "provider": t.provider, "region": t.region, "instance_type": t.instance_type,
+                 "gpu_model": t.gpu_model, "gpu_count": t.gpu_count} for t in load_targets(targets_file) if t.gpu_model]
+    for c in catalogs:
+        if not Path(c).is_file():
+            raise UserError(f"--catalog {c}: no such file (a SkyPilot v7 vms.csv)")
+        out += skypilot_entries(c)
+    return out
+
+
+def _catalog(con, preset: str, extra: list[dict]) -> list[dict]:
+    rows = {(r["provider"], r["region"], r["instance_type"]): r for r in sql.rows(con, "estimate_catalog", {"preset": preset})
+            if r["gpu_model"] and r["instance_type"]}
+    for e in extra:  # the warehouse's own rows win: they carry the type's run history
+        rows.setdefault((e["provider"], e["region"], e["instance_type"]), {"attempts": 0, "failed_attempts": 0, **e})
+    return list(rows.values())
+
+
+def candidates(con: duckdb.DuckDBPyConnection, preset: str, opts: CostOptions, today: datetime,
+               extra: list[dict] | None = None, gpu: str | None = None, measured: list[dict] | None = None,
+               cal: cal_.Calibration | None = None, workloads: list[cal_.Workload] | None = None) -> list[dict]:
+    """One row per catalog instance type (and price) for `preset`, cheapest first; see the module docstring."""
+    workloads = workloads if workloads is not None else cal_.workloads(con)
+    cal = cal or cal_.calibrate(workloads, cal_.efficiencies(con))
+    ref = cal.reference.get(preset) if cal else None
+    if ref is None:
+        known = sorted(cal.reference) if cal else []
+        raise UserError(f"--preset {preset!r}: no measured run of it on a GPU with a datasheet entry to calibrate "
+                        f"on (measured: {', '.join(known) or 'none'}); measure it once, then estimate")
+    if measured is None:
+        from tasks.cost.table import cost_table
+        measured = cost_table(con, billing=opts.billing, currency=opts.currency, f=opts.f, today=today).to_dicts()
+    done = {r["target"]: r for r in measured if r["preset"] == preset}
+    book = {}
+    for p in sql.rows(con, "estimate_prices", {"today": today, "billing": opts.billing or "on_demand",
+                                               "currency": opts.currency}):
+        if p["fx_missing"]:
+            raise FxError(f"no FX rate for {p['price_currency']} on or before {today.date()} (price of "
+                          f"{p['provider']}/{p['instance_type']}): add a dated rate; a missing rate is never 1.0")
+        book[(p["provider"], p["region"], p["instance_type"])] = p
+    entries = _catalog(con, preset, extra or [])
+    fleet = (sum(e["failed_attempts"] for e in entries if e.get("target")),
+             sum(e["attempts"] for e in entries if e.get("target")))
+    out = []
+    for e in entries:
+        sheet = cal_.match_gpu(e["gpu_model"])
+        if gpu and not (sheet and gpu.lower() in (sheet.key.lower(), e["gpu_model"].lower())):
+            continue
+        key = (e["provider"], e["region"], e["instance_type"])
+        price = book.get(key)
+        row = {"target": e.get("target"), "provider": e["provider"], "region": e["region"],
+               "instance_type": e["instance_type"], "gpu": e["gpu_model"], "gpu_key": sheet.key if sheet else None,
+               "gpu_count": int(e["gpu_count"] or 1), "preset": preset, "currency": opts.currency}
+        if price is not None:
+            row.update(price_per_hour=price["price_per_hour"], price_source=price["source"],
+                       price_effective_from=price["effective_from"])
+        elif e.get("file_price") is not None and e.get("file_currency") == opts.currency:
+            row.update(price_per_hour=e["file_price"], price_source=e["file_source"], price_effective_from=None)
+        else:
+            row.update(price_per_hour=None, price_source=None, price_effective_from=None)
+        m = done.get(e.get("target"))
+        if m is not None:
+            row.update(status="measured", tokens_per_s=m["tokens_per_s"], lo=None, hi=None, precision=None,
+                       p=m["p"], R=m["R"], r_source=f"measured: {m['failed_attempts']}/{m['attempts']} failed",
+                       cost_per_mtok=m["cost_per_mtok"], cost_lo=m["cost_lo"], cost_hi=m["cost_hi"],
+                       price_per_hour=m["price_per_hour"], price_source=m["price_source"], runs=m["runs"],
+                       fit="measured", micro_batch=None, checkpointing=None, compute_share=None, reason="",
+                       assumptions=[f"measured: {m['runs']} runs in the window ending {m['window_end']:%Y-%m-%d}, "
+                                    "the cost model's figure (no estimate)"])
+            out.append(row)
+            continue
+        pred = est.predict(ref, sheet, row["gpu_count"], cal, e["gpu_model"])
+        p, r, why = est.rerun(e if e.get("target") else None, fleet, opts.f)
+        status = "estimate" if pred.tokens_per_s is not None else pred.fit
+        row.update(status=status, tokens_per_s=pred.tokens_per_s, lo=pred.lo, hi=pred.hi, precision=pred.precision,
+                   micro_batch=pred.micro_batch, checkpointing=pred.checkpointing, fit=pred.fit,
+                   compute_share=pred.compute_share, reason=pred.reason, p=p, R=r, r_source=why, runs=0,
+                   assumptions=pred.assumptions + ([why] if pred.tokens_per_s is not None else []),
+                   **est.price_row(pred, row["price_per_hour"], r))
+        if pred.tokens_per_s is not None and row["price_per_hour"] is None:
+            row["assumptions"].append("no price in force for this type: no cost")
+        out.append(row)
+    return sorted(out, key=lambda r: (r["cost_per_mtok"] is None, r["cost_per_mtok"] or 0.0,
+                                      r["tokens_per_s"] is None, -(r["tokens_per_s"] or 0), r["instance_type"]))
+
+
+def measure_next(rows: list[dict]) -> list[dict]:
+    """Estimated types whose interval reaches below the cheapest measured cost: measuring them could change the answer."""
+    best = min((r["cost_hi"] if r["cost_hi"] is not None else r["cost_per_mtok"]
+                for r in rows if r["status"] == "measured" and r["cost_per_mtok"] is not None), default=None)
+    if best is None:
+        return []
+    return [r for r in rows if r["status"] == "estimate" and r["cost_lo"] is not None and r["cost_lo"] <= best]

@@ -1,0 +1,120 @@
+"""The estimator's scores: the track record in the warehouse (migration 070) and the held-out published figures.
+
+    costgap estimate --record          # record estimates for unmeasured targets; score those since measured
+    .venv/bin/python -m tests.bench estimate
+
+record(): one `estimates` row per (target, preset) estimate, for targets of the catalog without a
+measurement of the preset. score(): each unscored estimate whose (target, preset) has since been
+measured gets its measurement (the cost model's X over the window ending at the first run after the
+estimate), the error (estimate / measurement - 1) and whether the measurement fell inside the 90%
+interval; written once, kept. held_out(): the published figures in published_figures.json predicted
+by the same estimator (never calibrated on them), with their errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from tasks.cost import calibrate as cal_
+from tasks.cost import estimate as est
+
+PUBLISHED = Path(__file__).with_name("published_figures.json")
+
+
+def record(con: duckdb.DuckDBPyConnection, rows: list[dict], at: datetime) -> int:
+    """Write the estimate rows (candidates() rows with a target and status 'estimate'); returns rows written."""
+    n = 0
+    for r in rows:
+        if r["status"] != "estimate" or not r.get("target"):
+            continue
+        key = "\x00".join([r["target"], r["preset"], est.MODEL_VERSION, at.isoformat()])
+        con.execute(
+            "insert or ignore into estimates (estimate_id, target, provider, region, instance_type, gpu_key, gpu_count,"
+            " preset, precision, fit, model_version, estimated_at, tokens_per_s, tokens_per_s_lo, tokens_per_s_hi,"
+            " assumptions) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [hashlib.sha256(key.encode()).hexdigest(), r["target"], r["provider"], r["region"], r["instance_type"],
+             r["gpu_key"], r["gpu_count"], r["preset"], r["precision"], r["fit"], est.MODEL_VERSION, at,
+             r["tokens_per_s"], r["lo"], r["hi"], r["assumptions"]])
+        n += 1
+    return n
+
+
+def score(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[dict]:
+    """Fill in the measurement of every unscored estimate whose (target, preset) has been measured since."""
+    from tasks.cost.table import cost_table
+
+    now = now or datetime.now(timezone.utc)
+    pending = con.execute(
+        "select estimate_id, target, preset, estimated_at, tokens_per_s, tokens_per_s_lo, tokens_per_s_hi "
+        "from estimates where measured_at is null").fetchall()
+    scored = []
+    for eid, target, preset, at, x, lo, hi in pending:
+        first = con.execute(
+            "select min(r.started_at) from runs r join finetunes f using (run_id) where r.target = ? and f.preset = ?"
+            " and f.status = 'ok' and r.started_at > ?", [target, preset, at]).fetchone()[0]
+        if first is None:
+            continue
+        got = [r for r in cost_table(con, as_of=first, targets=[target]).to_dicts() if r["preset"] == preset]
+        if not got:
+            continue
+        m = got[0]["tokens_per_s"]
+        row = {"estimate_id": eid, "measured_at": first, "measured_runs": got[0]["runs"], "measured_tokens_per_s": m,
+               "error": x / m - 1.0, "inside": lo <= m <= hi, "scored_at": now}
+        con.execute("update estimates set measured_at = $measured_at, measured_runs = $measured_runs, "
+                    "measured_tokens_per_s = $measured_tokens_per_s, error = $error, inside = $inside, "
+                    "scored_at = $scored_at where estimate_id = $estimate_id and measured_at is null", row)
+        scored.append(row)
+    return scored
+
+
+def track_record(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Every recorded estimate, newest first (scored ones carry their measurement and error)."""
+    cur = con.execute("select * from estimates order by estimated_at desc, target, preset")
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def published() -> list[dict]:
+    """The committed published figures (each with its source, date and where it was found)."""
+    doc = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    for i, f in enumerate(doc["figures"]):
+        for need in ("workload", "preset", "gpu", "gpu_count", "tokens_per_s", "source", "date", "found"):
+            if need not in f:
+                raise ValueError(f"{PUBLISHED}: figures[{i}] lacks field '{need}'")
+    return doc["figures"]
+
+
+def held_out(cal: cal_.Calibration) -> dict:
+    """Each published figure against the estimate for its preset on its GPU (per GPU: count 1)."""
+    rows = []
+    for f in published():
+        w = cal.reference.get(f["preset"])
+        if w is None:
+            rows.append({**f, "predicted_tokens_per_s": None, "error": None, "inside": None,
+                         "reason": f"preset {f['preset']} not measured: nothing to calibrate on"})
+            continue
+        pred = est.predict(w, cal_.match_gpu(f["gpu"]), 1, cal, f["gpu"])
+        per_gpu = f["tokens_per_s"] / f["gpu_count"]
+        x = pred.tokens_per_s
+        rows.append({**f, "per_gpu_tokens_per_s": per_gpu, "predicted_tokens_per_s": x, "lo": pred.lo, "hi": pred.hi,
+                     "error": (x / per_gpu - 1.0) if x else None,
+                     "inside": (pred.lo <= per_gpu <= pred.hi) if x else None, "reason": pred.reason})
+    errs = [abs(r["error"]) for r in rows if r["error"] is not None]
+    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None,
+            "median_error": statistics.median([r["error"] for r in rows if r["error"] is not None]) if errs else None,
+            "inside": sum(bool(r["inside"]) for r in rows), "scored": len(errs)}
+
+
+def leave_one_out(cal: cal_.Calibration) -> dict:
+    """The calibration's leave-one-out rows with the median absolute error and the share of runs inside."""
+    rows = cal.loo
+    errs = [abs(r["error"]) for r in rows]
+    runs, inside = sum(r["runs"] for r in rows), sum(r["inside"] for r in rows)
+    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None,
+            "runs": runs, "inside": inside, "share_inside": inside / runs if runs else None}

@@ -1,0 +1,73 @@
+"""The estimator's scores on the committed measurements (issue 25): leave-one-out and held-out published figures.
+
+    .venv/bin/python -m tests.bench estimate
+
+Lands warehouse/samples/ (real bundles only, no synthetic history) into a fresh warehouse, calibrates the
+estimator, and prints: each measured H200 preset predicted from the others (predicted, measured, error, runs
+inside the 90% interval), each measured GPU predicted from the rest (needs two measured GPUs), the held-out
+published figures, and the seed's question (A10 gn7i against V100 GN10Xp for 1b and 8b-lora) as estimates.
+Target: at least 80% of measured runs inside their leave-one-out 90% interval.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from tasks.cost import calibrate as cal_
+from tasks.cost import estimate as est
+from tasks.cost import estimate_track as track
+from tasks.demo import sample_dir
+
+SEED = (("alibaba ecs.gn7i-c8g1.2xlarge", "A10"), ("tencent GN10Xp.2XLARGE40", "V100"))
+
+
+def calibration(samples: Path | None = None) -> cal_.Calibration:
+    from tasks.landing.land import land_paths
+    from warehouse.db import connect
+
+    with tempfile.TemporaryDirectory(prefix="costgap-bench-estimate-") as tmp:
+        con = connect(str(Path(tmp) / "w.duckdb"))
+        try:
+            land_paths(con, [str(samples or sample_dir())], source="bench")
+            return cal_.calibrate(cal_.workloads(con), cal_.efficiencies(con))
+        finally:
+            con.close()
+
+
+def main() -> int:
+    cal = calibration()
+    print(f"efficiencies (measured, achieved / datasheet): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cal.eff.items())))
+    print(f"kappa per preset: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cal.kappa.items())))
+    loo = track.leave_one_out(cal)
+    print(f"\nleave-one-out over the measured presets (90% interval x/÷ {2.718281828 ** cal.log_halfwidth:.3f}):")
+    for r in loo["rows"]:
+        print(f"  {r['preset']:<11} {r['gpu']:<12} predicted {r['predicted_tokens_per_s']:>9.0f}  measured "
+              f"{r['measured_tokens_per_s']:>9.0f}  error {r['error']:+.1%}  runs inside {r['inside']}/{r['runs']}")
+    print(f"  median |error| {loo['median_abs_error']:.1%}; runs inside their 90% interval {loo['inside']}/{loo['runs']}"
+          f" = {loo['share_inside']:.0%} (target >= 80%)")
+    gpus = {w.gpu_name for w in cal.reference.values()}
+    print(f"\nleave-one-target-out: {len(gpus)} measured GPU(s) ({', '.join(sorted(gpus))}): "
+          + ("predicting a GPU from the rest needs a second measured GPU; none yet" if len(gpus) < 2 else ""))
+    held = track.held_out(cal)
+    print("\nheld-out published figures (never calibrated on):")
+    for r in held["rows"]:
+        if r["predicted_tokens_per_s"] is None:
+            print(f"  {r['preset']:<11} {r['gpu']:<16} {r['reason']}")
+            continue
+        print(f"  {r['preset']:<11} {r['gpu']:<16} predicted {r['predicted_tokens_per_s']:>9.0f} (90% {r['lo']:.0f}.."
+              f"{r['hi']:.0f})  published {r['per_gpu_tokens_per_s']:>9.0f}  error {r['error']:+.1%}  "
+              f"{'inside' if r['inside'] else 'outside'}  [{r['source'][:60]}..., {r['date']}]")
+    print(f"  median error {held['median_error']:+.1%}, median |error| {held['median_abs_error']:.1%}, "
+          f"inside {held['inside']}/{held['scored']}")
+    print("\nthe seed's question, as estimates (tokens/s per instance, 90% interval):")
+    for preset in ("1b", "8b-lora"):
+        for name, gpu in SEED:
+            p = est.predict(cal.reference[preset], cal_.match_gpu(gpu), 1, cal, gpu)
+            print(f"  {preset:<8} {name:<32} {p.tokens_per_s:>7.0f} ({p.lo:.0f}..{p.hi:.0f}) {p.precision}, {p.fit}, "
+                  f"micro-batch {p.micro_batch}")
+    return 0 if (loo["share_inside"] or 0) >= 0.8 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
