@@ -22,6 +22,7 @@ from tasks.alerts import AlertConfig, recent
 from tasks.cost import rules
 from tasks.cost.changepoint import detect
 from tasks.cost.derived import tier_recommendations
+from tasks.cost.grid import compare_span
 from tasks.cost.inputs import Span
 from reports.theme import target_colors
 from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
@@ -107,9 +108,9 @@ class ReportData:
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
-    """The alerts' decisions on the report's figures: same window, currency, billing mode and baseline."""
-    return AlertConfig(cost=CostOptions(billing=cfg.billing, currency=cfg.currency), window_days=cfg.window_days,
-                       baseline=cfg.baseline)
+    """The alerts' decisions on the report's figures: same window, currency and billing mode (a told gap is
+    always the dearer target against the preset's cheapest, as the headline says it)."""
+    return AlertConfig(cost=CostOptions(billing=cfg.billing, currency=cfg.currency), window_days=cfg.window_days)
 
 
 def recent_changes(con, cfg: ReportConfig, today: datetime) -> Section:
@@ -171,11 +172,12 @@ def _why(con, span: Span, opts: CostOptions, cfg: ReportConfig, cost: Rows, base
          changes: Rows, today: datetime) -> Section:
     """How each target's gap against the baseline moved from the previous window to the latest one.
 
-    Both windows come from one cost-model call (a span of two periods of `window_days`); the terms are
-    the model's exact decomposition in each window, and their change is what moved the gap."""
+    Both windows come from one cost-model call over two windows of the one grid (tasks.cost.grid: the
+    overview's window and the newest chart window that shares no run with it); the terms are the model's
+    exact decomposition in each window, and their change is what moved the gap."""
     if baseline is None:
         return Section(note="no data yet: needs priced runs of at least two targets")
-    two = Span(span.end, span.period_days, 2)
+    two = compare_span(span.end, span.period_days, 2)
     rows, figs = costs(con, two, opts, today=today)
     by_key = {(r["period"], r["target"], r["preset"]): r for r in rows}
     w2, w1 = two.bounds(0), two.bounds(1)
