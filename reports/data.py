@@ -23,6 +23,7 @@ from tasks.cost import rules
 from tasks.cost.changepoint import detect
 from tasks.cost.derived import tier_recommendations
 from tasks.cost.grid import compare_span
+from tasks.cost.run_points import run_gaps
 from tasks.cost.inputs import Span
 from reports.theme import target_colors
 from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
@@ -105,6 +106,8 @@ class ReportData:
     currency: str = "USD"
     # what changed lately: the alerts' own decisions (tasks.alerts.recent), so the site and the alerts agree
     recent_changes: Section = field(default_factory=Section)
+    # the gap per run and day against the baseline (tasks.cost.run_points), drawn behind the window line
+    run_points: Rows = field(default_factory=list)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
@@ -218,7 +221,7 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     if span is None:
         cost, lead, figs, baseline = Section(), Section(), {}, pick_baseline([], cfg.baseline, known)
         history, gaps, why = Section(), Section(), Section(note="no data yet: no runs in this warehouse")
-        since = None
+        since, points = None, []
     else:
         rows, figs = costs(con, span, opts, today=today)
         cost = Section(rows=with_p_interval(cheapest_first(rows)))
@@ -231,6 +234,7 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
                                                 for r in hrows]))
         gaps = Section(rows=gap_history(hrows, hfigs, baseline) if baseline else [])
         why = _why(con, span, opts, cfg, cost.rows, baseline, changes.rows, today)
+        points = run_gaps(con, hspan, opts, baseline, hfigs)
         since = hspan.start
     tiers = tier_recommendations(con, as_of=span.end if span else None, window_days=cfg.window_days,
                                  billing=cfg.billing, currency=cfg.currency, today=today)
@@ -272,4 +276,5 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         events=events(price_changes.rows, env_changes.rows),
         currency=cfg.currency,
         recent_changes=recent_changes(con, cfg, today),
+        run_points=points,
     )

@@ -88,7 +88,8 @@ def evidence(names: dict, before: dict, after: dict, delta: dict, window: tuple[
     names: {"a": target, "b": target}; before/after: {"a": figures, "b": figures} (rows of
     tasks.cost.table.costs: price_per_hour, tokens_per_s, failed_attempts, attempts, R); delta: moved();
     window: (start of the earlier window, end of the later); price_periods: [{target, at, old, new,
-    currency}] (the price book); env: {target: env_shift(...)}; steps: change-point findings."""
+    currency}] (the price book); env: {target: env_shift(...) rows, or {text} for a change already worded};
+    steps: change-point findings."""
     out = []
     for term in terms:
         if abs(delta.get(term, 0.0)) <= MIN_TERM_MOVE:
@@ -105,7 +106,8 @@ def evidence(names: dict, before: dict, after: dict, delta: dict, window: tuple[
             for s in sides:
                 t = names[s]
                 lines.append(f"{t} {sig(before[s]['tokens_per_s'])} → {sig(after[s]['tokens_per_s'])} tokens/s")
-                lines += [f"{t} {e['field']} {e['before']} → {e['after']}" for e in (env or {}).get(t, [])]
+                lines += [f"{t} {e['text']}" if "text" in e else f"{t} {e['field']} {e['before']} → {e['after']}"
+                          for e in (env or {}).get(t, [])]
                 lines += [f"{t} stepped {pct(f['shift'])} on {day(datetime.fromisoformat(f['at']))} "
                           f"(change-point test p = {f['p_value']:.4f})"
                           for f in steps if f["target"] == t and window[0] < datetime.fromisoformat(f["at"]) <= window[1]]
