@@ -53,7 +53,7 @@ def test_cheapest_changes(name, windows, expected):
         assert p["before"]["gap"] > 0 and 0 < p["after"]["gap_lo"] <= p["after"]["gap"] == p["gap"]
         assert p["before"]["end"] <= p["after"]["start"]  # windows that share no run
         assert p["old_cost_per_mtok"] == p["before"]["cost_b"] and p["new_cost_per_mtok"] == p["after"]["cost_b"]
-        assert f"now costs {p['after']['gap']:+.1%} more" in c.summary and "the cheapest is now" in c.summary
+        assert f"{old} costs {p['after']['gap']:+.1%} more" in c.summary and f"{new} is now the cheapest" in c.summary
         # nothing else is told for the same cause (b's speed-up is the evidence here)
         assert [e["term"] for e in p["evidence"]] and all(abs(e["log_points"]) > 1 for e in p["evidence"])
 

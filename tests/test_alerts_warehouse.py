@@ -103,7 +103,7 @@ def test_a_missing_fx_rate_skips_the_cost_decisions_with_a_line_and_keeps_the_re
     add_price(con, "yuan-cloud", "r1", "type-d", 10.0, currency="CNY")
     add_run(con, "d0", "d", T0 - timedelta(days=2), 1000.0)
     alerts, ev = pending(con, AlertConfig(), NOW, LINK)
-    assert len(ev.errors) == 1 and "FX" in ev.errors[0] and "cheapest/gap alerts not decided" in ev.errors[0]
+    assert len(ev.errors) == 1 and "FX" in ev.errors[0] and "cheapest/gap/throughput/failure-rate alerts not decided" in ev.errors[0]
     assert _kinds(alerts) == [(TARGET_FAILED, "c")]
 
 

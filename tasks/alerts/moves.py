@@ -89,7 +89,7 @@ def _payload(preset: str, target: str, currency: str, before: dict, after: dict,
 
 
 def _moved_text(p: dict) -> str:
-    return f"; {evidence_text(p['evidence'])}" if p["evidence"] else ""
+    return f" What moved: {evidence_text(p['evidence'])}." if p["evidence"] else ""
 
 
 def _pairs(by_period: dict) -> list[tuple[int, int]]:
@@ -142,10 +142,10 @@ def _cheapest(preset: str, ranked: dict, rows_by: dict, figs: dict, facts: Facts
         p = _payload(preset, best, cur, before, after, facts, old_target=held, new_target=best,
                      old_cost_per_mtok=before["cost_b"], new_cost_per_mtok=after["cost_b"],
                      gap=after["gap"], gap_lo=after["gap_lo"], gap_hi=after["gap_hi"])
-        summary = (f"{preset}: the cheapest is now {best} at {sig(after['cost_b'])} {cur} per 1M tokens "
-                   f"({span_text(*after['_bounds'])}); it was {held} at {sig(before['cost_b'])} "
-                   f"({span_text(*before['_bounds'])}), when {best} cost {pct(before['gap'])} more. {held} now costs "
-                   f"{pct(after['gap'])} more (90% {pct(after['gap_lo'])} to {pct(after['gap_hi'])})"
+        summary = (f"{preset}: {best} is now the cheapest, {sig(after['cost_b'])} {cur} per 1M tokens "
+                   f"({span_text(*after['_bounds'])}); {held} costs {pct(after['gap'])} more (90% "
+                   f"{pct(after['gap_lo'])} to {pct(after['gap_hi'])}). Before ({span_text(*before['_bounds'])}) "
+                   f"{held} was the cheapest, at {sig(before['cost_b'])}, and {best} cost {pct(before['gap'])} more."
                    f"{_moved_text(p)}")
         out.append(Change(CHEAPEST_CHANGED, f"cheapest/{preset}", best, best, after["_bounds"][1], summary, p,
                           related=(held,), period=period, noticed_at=after["_bounds"][1]))
@@ -170,10 +170,10 @@ def _gaps(preset: str, ranked: dict, p1: int, p0: int, rows_by: dict, figs: dict
         cur = rows_by[(p0, t, preset)]["currency"]
         p = _payload(preset, t, cur, before, after, facts, cheapest=cheapest, gap=after["gap"],
                      gap_lo=after["gap_lo"], gap_hi=after["gap_hi"], previous_gap=before["gap"])
-        summary = (f"{preset}: {t} against the cheapest, {cheapest}: {pct(before['gap'])} "
-                   f"({span_text(*before['_bounds'])}) → {pct(after['gap'])} (90% {pct(after['gap_lo'])} to "
-                   f"{pct(after['gap_hi'])}; {span_text(*after['_bounds'])}), outside the earlier "
-                   f"{pct(before['gap_lo'])} to {pct(before['gap_hi'])}; mostly {p['main_term']}{_moved_text(p)}")
+        summary = (f"{preset}: {t} against the cheapest, {cheapest}: {pct(after['gap'])} (90% {pct(after['gap_lo'])} "
+                   f"to {pct(after['gap_hi'])}; {span_text(*after['_bounds'])}), was {pct(before['gap'])} "
+                   f"({span_text(*before['_bounds'])}; 90% {pct(before['gap_lo'])} to {pct(before['gap_hi'])}); "
+                   f"mostly {p['main_term']}.{_moved_text(p)}")
         out.append(Change(GAP_SHIFTED, f"gap/{preset}/{t}/{cheapest}", p["after"]["end"], t, after["_bounds"][1],
                           summary, p, related=(cheapest,), period=p0, noticed_at=after["_bounds"][1]))
     return out
@@ -201,7 +201,7 @@ def _throughput(preset, t, ranked, p1, p0, rows_by, figs, facts: Facts, cfg: Ale
     summary = (f"{preset}: {t} tokens/s {sig(x1)} ({span_text(*before['_bounds'])}) → {sig(x2)} "
                f"({span_text(*after['_bounds'])}), {pct(test['shift'])} (90% {pct(test['shift_lo'])} to "
                f"{pct(test['shift_hi'])}, p = {test['p_value']:.4f}); {pair[0]} against the cheapest, {pair[1]}: "
-               f"{pct(before['gap'])} → {pct(after['gap'])}{_moved_text(p)}")
+               f"{pct(before['gap'])} → {pct(after['gap'])}.{_moved_text(p)}")
     return [Change(THROUGHPUT_SHIFTED, f"throughput/{t}/{preset}", p["after"]["end"], t, after["_bounds"][1], summary,
                    p, related=tuple(x for x in pair if x != t), period=p0, noticed_at=after["_bounds"][1])]
 
@@ -223,7 +223,7 @@ def _failures(preset, t, ranked, p1, p0, rows_by, figs, facts: Facts, cfg: Alert
                  failed_after=k2, attempts_after=n2, p_before=r1["p"], p_after=r2["p"], p_value=p_value)
     summary = (f"{preset}: {t} failed fine-tune attempts {k1}/{n1} ({span_text(*before['_bounds'])}) → {k2}/{n2} "
                f"({span_text(*after['_bounds'])}), Fisher p = {p_value:.4f}; R {sig(r1['R'])} → {sig(r2['R'])}; "
-               f"{pair[0]} against the cheapest, {pair[1]}: {pct(before['gap'])} → {pct(after['gap'])}"
+               f"{pair[0]} against the cheapest, {pair[1]}: {pct(before['gap'])} → {pct(after['gap'])}."
                f"{_moved_text(p)}")
     return [Change(FAILURE_RATE_SHIFTED, f"failure_rate/{t}/{preset}", p["after"]["end"], t, after["_bounds"][1],
                    summary, p, related=tuple(x for x in pair if x != t), period=p0, noticed_at=after["_bounds"][1])]

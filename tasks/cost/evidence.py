@@ -113,15 +113,16 @@ def evidence(names: dict, before: dict, after: dict, delta: dict, window: tuple[
                           for f in steps if f["target"] == t and window[0] < datetime.fromisoformat(f["at"]) <= window[1]]
         else:
             lines = [f"{names[s]} failed attempts {before[s]['failed_attempts']}/{before[s]['attempts']} → "
-                     f"{after[s]['failed_attempts']}/{after[s]['attempts']} (R {sig(before[s]['R'])} → "
-                     f"{sig(after[s]['R'])})" for s in sides]
+                     f"{after[s]['failed_attempts']}/{after[s]['attempts']}, R {sig(before[s]['R'])} → "
+                     f"{sig(after[s]['R'])}" for s in sides]
         out.append({"term": term, "log_points": 100.0 * delta[term], "lines": lines})
     return out
 
 
 def evidence_text(items: list[dict]) -> str:
-    """'price +14.5 log points: h200-sxm-1x price 3.8 → 3.23 USD/h from Oct 30; reliability +11.9 ...'."""
-    return "; ".join(f"{i['term']} {i['log_points']:+.1f} log points: {', '.join(i['lines'])}" for i in items)
+    """'price +16.3 log points (h200-sxm-1x price 3.800 → 3.230 USD/h from Oct 30); reliability +11.1 log
+    points (...)'."""
+    return "; ".join(f"{i['term']} {i['log_points']:+.1f} log points ({'; '.join(i['lines'])})" for i in items)
 
 
 def _counts(values: list) -> str:
