@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from tasks.alerts.config import AlertConfig
+from tasks.alerts.config import EVENTS, AlertConfig
 from tasks.alerts.decide import failure_streaks, price_changes, quarantined
 from tasks.alerts.moves import Facts, decide
 from tasks.alerts.policy import Alert, events
@@ -86,7 +86,7 @@ def samples(link: str | None, now: datetime | None = None) -> list[Alert]:
     changes += quarantined([{"bundle_id": "0" * 64, "kind": "quarantined", "target": B, "source_uri": "inbox/sample.json",
                              "reason": "expectation failed: tokens_per_s > 0", "field": "finetune.tokens_per_s",
                              "quarantined_at": now}])
-    alerts = events(changes, link)
+    alerts = sorted(events(changes, link), key=lambda a: EVENTS.index(a.event))
     for a in alerts:
         a.summary = PREFIX + a.summary
         a.payload["summary"] = a.summary
