@@ -9,7 +9,7 @@ at each period's end (a period is (start, end]); axes carry units and the report
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import altair as alt
 
@@ -38,29 +38,71 @@ def event_lanes(events: Rows, t0: datetime, t1: datetime, width_px: float) -> Ro
     return out
 
 
-def gap_chart(rows: Rows, events: Rows, baseline: str, preset: str, colors: dict[str, str]) -> dict:
-    """The gap of each target against the baseline per window (points at the window's end), its 90% band,
-    a zero line for the baseline, and each price or environment change labelled with before -> after."""
+BAND_REACH = 2.0  # a band reaching further than this many times the lines' own spread past them is cut ...
+CLIP_MARK = "▲"  # ... and its cut end is marked with its value, so the axis never hides a band silently
+
+
+def gap_domain(rows: Rows, points: Rows = ()) -> tuple[list[float], list[dict]]:
+    """The y domain of the gap chart and the band ends it cuts: every band whole (and the 0 line), unless a
+    band of a thin window reaches further than BAND_REACH times the lines' spread; then the axis stops there
+    and each cut end is returned as a marker {period_end, target, y (the axis end), value, label}."""
+    gaps = [r["gap"] for r in rows] + [p["gap"] for p in points] + [0.0]
+    core_lo, core_hi = min(gaps), max(gaps)
+    reach = BAND_REACH * max(core_hi - core_lo, 0.1)
+    limit_lo, limit_hi = core_lo - reach, core_hi + reach
+    lo = max(min([r["gap_lo"] for r in rows] + [core_lo]), limit_lo)
+    hi = min(max([r["gap_hi"] for r in rows] + [core_hi]), limit_hi)
+    pad = 0.05 * (hi - lo)
+    domain = [lo - pad, hi + pad]
+    marks = []
+    for r in rows:
+        for key, edge, cut in (("gap_hi", domain[1], r["gap_hi"] > hi), ("gap_lo", domain[0], r["gap_lo"] < lo)):
+            if cut:
+                marks.append({"period_end": r["period_end"], "target": r["target"], "y": edge, "value": r[key],
+                              "label": f"{CLIP_MARK if key == 'gap_hi' else '▼'} {r[key]:+.0%}"})
+    return domain, marks
+
+
+def gap_chart(rows: Rows, events: Rows, baseline: str, preset: str, colors: dict[str, str],
+              points: Rows = ()) -> dict:
+    """The gap of each target against the baseline per window (points at the window's end), its whole 90% band
+    (a band cut by the axis has its end marked with its value), a zero line for the baseline, each day's runs
+    as faint dots behind the line (tasks.cost.run_points: a step shows on the day it happened), and each price
+    or environment change labelled with before -> after."""
     keep = ("period_end", "target", "gap", "gap_lo", "gap_hi", "runs", "baseline_runs")
     base = alt.Chart(_data(rows, keep))
     width = SMALL_WIDTH + 80
     x = alt.X("period_end:T", title="window ending", axis=alt.Axis(format="%b %d", labelAngle=0))
-    gaps = [r["gap"] for r in rows] + [0.0]
-    pad = max(0.1, 0.5 * (max(gaps) - min(gaps)))  # bands of thin early windows may run off: clipped, not rescaled
-    domain = [min(gaps) - pad, max(gaps) + pad]
-    band = base.mark_area(opacity=0.16, clip=True).encode(x=x, y=alt.Y("gap_lo:Q", scale=alt.Scale(domain=domain)),
-                                                          y2="gap_hi:Q", color=color(colors, legend=False))
+    t0 = min((r["period_end"] for r in rows), default=None)
+    pts = [p for p in points if t0 is None or p["at"] >= t0 - timedelta(days=7)]
+    domain, cut = gap_domain(rows, pts)
+    y_scale = alt.Scale(domain=domain, nice=False)
+    layers = []
+    if pts:
+        layers.append(alt.Chart(_data(pts, ("at", "target", "gap", "runs"))).mark_circle(size=26, opacity=0.5, clip=True)
+                      .encode(x=alt.X("at:T"), y=alt.Y("gap:Q", scale=y_scale), color=color(colors, legend=False),
+                              tooltip=[alt.Tooltip("target:N", title="target"), alt.Tooltip("at:T", title="day", format="%b %d"),
+                                       alt.Tooltip("gap:Q", title="gap of that day's runs", format="+.1%"),
+                                       alt.Tooltip("runs:Q", title="runs that day")]))
+    band = base.mark_area(opacity=0.16, clip=True).encode(x=x, y=alt.Y("gap_lo:Q", scale=y_scale), y2="gap_hi:Q",
+                                                          color=color(colors, legend=False))
     line = base.mark_line(point=True, clip=True).encode(
-        x=x, y=alt.Y("gap:Q", title=f"gap vs {baseline} (cost ratio − 1)", axis=alt.Axis(format="+.0%"),
-                     scale=alt.Scale(domain=domain)),
+        x=x, y=alt.Y("gap:Q", title=f"gap vs {baseline} (cost ratio − 1)", axis=alt.Axis(format="+.0%"), scale=y_scale),
         color=color(colors, shown=sorted({r["target"] for r in rows})),
-        tooltip=["target:N", alt.Tooltip("period_end:T", title="window ending"), alt.Tooltip("gap:Q", format="+.1%"),
+        tooltip=[alt.Tooltip("target:N", title="target"), alt.Tooltip("period_end:T", title="window ending"),
+                 alt.Tooltip("gap:Q", title="gap", format="+.1%"),
                  alt.Tooltip("gap_lo:Q", title="90% low", format="+.1%"),
-                 alt.Tooltip("gap_hi:Q", title="90% high", format="+.1%"), "runs:Q", "baseline_runs:Q"])
-    zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color=MUTED).encode(y="y:Q")
-    layers = [band, zero, line]
+                 alt.Tooltip("gap_hi:Q", title="90% high", format="+.1%"),
+                 alt.Tooltip("runs:Q", title="runs"), alt.Tooltip("baseline_runs:Q", title=f"runs of {baseline}")])
+    zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color=MUTED).encode(y=alt.Y("y:Q", scale=y_scale))
+    layers += [band, zero, line]
+    if cut:
+        marker = alt.Chart(_data(cut, ("period_end", "target", "y", "value", "label")))
+        tip = [alt.Tooltip("target:N", title="target"), alt.Tooltip("value:Q", title="band end (off the axis)", format="+.1%")]
+        layers.append(marker.mark_text(fontSize=10, dy=0, baseline="middle").encode(
+            x=x, y=alt.Y("y:Q", scale=y_scale), text="label:N", color=color(colors, legend=False), tooltip=tip))
     if rows and events:
-        t0, t1 = min(r["period_end"] for r in rows), max(r["period_end"] for r in rows)
+        t1 = max(r["period_end"] for r in rows)
         placed = event_lanes([e for e in events if t0 <= e["at"] <= t1], t0, t1, width)
         if placed:
             ev = alt.Chart(_data(placed, ("at", "label", "short", "kind", "lane", "y_px")))
@@ -74,7 +116,7 @@ def gap_chart(rows: Rows, events: Rows, baseline: str, preset: str, colors: dict
     chart = alt.layer(*layers).resolve_scale(color="independent")
     return _spec(chart.properties(width=width, height=SMALL_HEIGHT + 60,
                                   title=alt.Title(f"{preset}: gap vs {baseline}",
-                                                  subtitle="one window a week; 90% band")))
+                                                  subtitle="line: 30-day window, one a week, 90% band; dots: each day's runs")))
 
 
 def terms_bars(rows: Rows, target: str, baseline: str, colors: dict[str, str]) -> dict:

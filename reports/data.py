@@ -22,6 +22,8 @@ from tasks.alerts import AlertConfig, recent
 from tasks.cost import rules
 from tasks.cost.changepoint import detect
 from tasks.cost.derived import tier_recommendations
+from tasks.cost.grid import compare_span
+from tasks.cost.run_points import run_gaps
 from tasks.cost.inputs import Span
 from reports.theme import target_colors
 from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
@@ -104,12 +106,14 @@ class ReportData:
     currency: str = "USD"
     # what changed lately: the alerts' own decisions (tasks.alerts.recent), so the site and the alerts agree
     recent_changes: Section = field(default_factory=Section)
+    # the gap per run and day against the baseline (tasks.cost.run_points), drawn behind the window line
+    run_points: Rows = field(default_factory=list)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
-    """The alerts' decisions on the report's figures: same window, currency, billing mode and baseline."""
-    return AlertConfig(cost=CostOptions(billing=cfg.billing, currency=cfg.currency), window_days=cfg.window_days,
-                       baseline=cfg.baseline)
+    """The alerts' decisions on the report's figures: same window, currency and billing mode (a told gap is
+    always the dearer target against the preset's cheapest, as the headline says it)."""
+    return AlertConfig(cost=CostOptions(billing=cfg.billing, currency=cfg.currency), window_days=cfg.window_days)
 
 
 def recent_changes(con, cfg: ReportConfig, today: datetime) -> Section:
@@ -171,11 +175,12 @@ def _why(con, span: Span, opts: CostOptions, cfg: ReportConfig, cost: Rows, base
          changes: Rows, today: datetime) -> Section:
     """How each target's gap against the baseline moved from the previous window to the latest one.
 
-    Both windows come from one cost-model call (a span of two periods of `window_days`); the terms are
-    the model's exact decomposition in each window, and their change is what moved the gap."""
+    Both windows come from one cost-model call over two windows of the one grid (tasks.cost.grid: the
+    overview's window and the newest chart window that shares no run with it); the terms are the model's
+    exact decomposition in each window, and their change is what moved the gap."""
     if baseline is None:
         return Section(note="no data yet: needs priced runs of at least two targets")
-    two = Span(span.end, span.period_days, 2)
+    two = compare_span(span.end, span.period_days, 2)
     rows, figs = costs(con, two, opts, today=today)
     by_key = {(r["period"], r["target"], r["preset"]): r for r in rows}
     w2, w1 = two.bounds(0), two.bounds(1)
@@ -216,7 +221,7 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     if span is None:
         cost, lead, figs, baseline = Section(), Section(), {}, pick_baseline([], cfg.baseline, known)
         history, gaps, why = Section(), Section(), Section(note="no data yet: no runs in this warehouse")
-        since = None
+        since, points = None, []
     else:
         rows, figs = costs(con, span, opts, today=today)
         cost = Section(rows=with_p_interval(cheapest_first(rows)))
@@ -229,6 +234,7 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
                                                 for r in hrows]))
         gaps = Section(rows=gap_history(hrows, hfigs, baseline) if baseline else [])
         why = _why(con, span, opts, cfg, cost.rows, baseline, changes.rows, today)
+        points = run_gaps(con, hspan, opts, baseline, hfigs)
         since = hspan.start
     tiers = tier_recommendations(con, as_of=span.end if span else None, window_days=cfg.window_days,
                                  billing=cfg.billing, currency=cfg.currency, today=today)
@@ -270,4 +276,5 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         events=events(price_changes.rows, env_changes.rows),
         currency=cfg.currency,
         recent_changes=recent_changes(con, cfg, today),
+        run_points=points,
     )

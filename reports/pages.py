@@ -106,7 +106,8 @@ def overview(data: ReportData) -> Page:
     return p
 
 
-RECENT_KIND = {"cheapest": "cheapest changed", "gap": "gap shifted", "failed": "target failed",
+RECENT_KIND = {"cheapest": "cheapest changed", "gap": "gap shifted", "throughput": "throughput shifted",
+               "failure_rate": "failure rate shifted", "failed": "target failed",
                "price": "price changed", "quarantined": "data refused"}
 
 

@@ -16,6 +16,7 @@ from reports.data import ReportData, Section
 from reports.html import esc
 from reports.html import Raw
 from reports.page import Page, _section, _target_link, interval_cell, pct_cell
+from tasks.cost.grid import STEP_DAYS, stride
 
 GAP_CSV = ("period_start", "period_end", "preset", "target", "baseline", "currency", "cost_per_mtok",
            "baseline_cost_per_mtok", "gap", "gap_lo", "gap_hi", "ln_price", "ln_throughput", "ln_reliability",
@@ -27,12 +28,14 @@ GAP_CSV = ("period_start", "period_end", "preset", "target", "baseline", "curren
 def over_time(data: ReportData) -> Page:
     p = Page("over-time.html", "The gap over time",
              f"Each target's cost against {data.baseline or 'the baseline'} over the {data.cost_window_days:g}-day "
-             "window, recomputed every week (each point sits at its window's end), with its 90% band. Price changes (orange) and environment changes (grey: driver, CUDA, cuDNN, torch, "
-             "image) are labelled on the charts with before → after. Beside each gap, the price, throughput and "
-             "reliability terms of that window: they add up exactly to ln(1 + gap). The newest point is the "
-             "overview's figure.")
+             "window, recomputed every week (each point sits at its window's end), with its whole 90% band; the "
+             "faint dots are each day's runs. Price changes (orange) and environment changes (grey: driver, CUDA, "
+             "cuDNN, torch, image) are labelled on the charts with before → after. Beside each gap, the price, "
+             "throughput and reliability terms of that window: they add up exactly to ln(1 + gap). The newest point "
+             "is the overview's figure.")
     gaps = data.gap_history.rows
     p.h2(f"Gap vs {data.baseline or 'the baseline'}, and what moved it")
+    p.parts.append(f"<p>{esc(absorb_note(data.cost_window_days))}</p>")
 
     def story() -> str:
         out = [p.table("gap_history", [("period_end", "Window ending"), ("preset", "Preset"), ("target", "Target"),
@@ -50,8 +53,10 @@ def over_time(data: ReportData) -> Page:
             rows = [r for r in gaps if r["preset"] == preset]
             involved = {r["target"] for r in rows} | {data.baseline}
             events = [e for e in data.events if e["target"] in involved]
-            parts = [p.chart(f"gap-{_key(preset)}", lambda r=rows, e=events, s=preset: charts_gap.gap_chart(
-                r, e, data.baseline, s, data.colors), f"{preset}: the gap per window with its 90% band.",
+            dots = [d for d in data.run_points if d["preset"] == preset]
+            parts = [p.chart(f"gap-{_key(preset)}", lambda r=rows, e=events, s=preset, d=dots: charts_gap.gap_chart(
+                r, e, data.baseline, s, data.colors, d), f"{preset}: the gap per window with its 90% band; dots: each "
+                "day's runs against the baseline's nearest run.",
                 rows=[{k: r[k] for k in ("period_start", "period_end", "target", "gap", "gap_lo", "gap_hi")} for r in rows])]
             for t in sorted({r["target"] for r in rows}):
                 mine = [r for r in rows if r["target"] == t]
@@ -88,6 +93,19 @@ def over_time(data: ReportData) -> Page:
         [dict(e, target=_target_link(e["target"]), at=e["at"]) for e in data.events[::-1]]),
         "price or environment changes"))
     return p
+
+
+def absorb_note(window_days: float) -> str:
+    """What the page says about when a line moves (the issue's "labels sit weeks away from the step")."""
+    return (f"Read the line as a {window_days:g}-day average: a step in price, tokens/s or failures on one day moves "
+            f"it a little every week until the step is {window_days:g} days old, so the line can rise for weeks "
+            "after a labelled change. The dots are the runs themselves: they jump on the day the step happened. "
+            "Why it moved and Recent changes compare two of these weekly windows that share no run "
+            f"({grid_step_days(window_days):g} days apart), so every figure they quote is a point here.")
+
+
+def grid_step_days(window_days: float) -> float:
+    return stride(window_days) * STEP_DAYS
 
 
 def _key(text: str) -> str:

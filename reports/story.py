@@ -4,8 +4,9 @@ the cost model's figures (never computed here: reports.data hands them over).
     python -c "from reports.story import describe_gap; print(describe_gap(0.105), describe_gap(-0.039))"
 
 - `headline`: per preset, the cheapest target now and the runner-up's gap with its 90% interval;
-- `why_sentence`: how a target's gap against the baseline moved between two windows, and which of
-  the three exact terms moved it most, with the evidence (a price change, an environment change,
+- `why_sentence`: how a target's gap against the baseline moved between two windows of the chart's
+  grid, which of the three exact terms moved it most, and for each term that moved by more than one
+  log point only what changed (tasks.cost.evidence: a price period, tokens/s and an environment change,
   the fine-tune failures k/n).
 """
 
@@ -15,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from reports.html import esc, pct, sig
+from tasks.cost.evidence import evidence, evidence_text, main_term
 
 Rows = list[dict[str, Any]]
 TERM_WORDS = {"price": "price", "throughput": "throughput", "reliability": "reliability (reruns)"}
@@ -46,49 +48,40 @@ def headline(lead: dict, window: tuple[datetime, datetime] | None) -> str:
             f"(90%: {pct(lead['gap_lo'])} to {pct(lead['gap_hi'])}).")
 
 
-def _dominant(delta: dict) -> str:
-    net = sum(delta.values())
-    same = {k: v for k, v in delta.items() if (v > 0) == (net > 0) and v != 0} or delta
-    return max(same, key=lambda k: abs(same[k]))
-
-
 def _in(t: datetime, window: tuple[datetime, datetime]) -> bool:
     return window[0] < t <= window[1]
 
 
-def _evidence(term: str, item: dict, span: tuple[datetime, datetime], price_changes: Rows, env_changes: Rows,
-              kinds: Rows) -> str:
-    a, b, w = item["a"], item["b"], item["windows"]
-    if term == "price":
-        moved = [f"{r['target']} {r['previous_price']:.4g} → {r['price_per_hour']:.4g} {r['currency']}/h"
-                 for r in price_changes if r["target"] in (a, b) and _in(r["changed_at"], span)]
-        if moved:
-            return "price change " + "; ".join(moved[:2])
-        return (f"blended price {a} {sig(w['a1']['price_per_hour'])} → {sig(w['a2']['price_per_hour'])}, "
-                f"{b} {sig(w['b1']['price_per_hour'])} → {sig(w['b2']['price_per_hour'])} per hour")
-    if term == "throughput":
-        env = [f"{r['target']} {r['change']}" for r in env_changes if r["target"] in (a, b) and _in(r["changed_at"], span)]
-        speed = (f"{a} {sig(w['a1']['tokens_per_s'], 3)} → {sig(w['a2']['tokens_per_s'], 3)} tokens/s, "
-                 f"{b} {sig(w['b1']['tokens_per_s'], 3)} → {sig(w['b2']['tokens_per_s'], 3)}")
-        return speed + (f"; {'; '.join(env[:2])}" if env else "")
-    kind = next((k["error_kind"] for k in kinds if k["target"] == a), None)
-    runs = (f"{a}'s failed fine-tune attempts {w['a1']['failed_attempts']}/{w['a1']['attempts']} → "
-            f"{w['a2']['failed_attempts']}/{w['a2']['attempts']}")
-    return runs + (f", mostly {kind}" if kind else "") + (
-        f"; {b}'s {w['b2']['failed_attempts']}/{w['b2']['attempts']}")
+def why_evidence(item: dict, windows: tuple, price_changes: Rows, env_changes: Rows) -> list[dict]:
+    """tasks.cost.evidence for one "why it moved" item: only the terms that moved by more than one log point,
+    and of each only what changed (a price period, tokens/s, an environment change, failures k/n)."""
+    (w1, w2) = windows
+    span = (w1[0], w2[1])
+    w = item["windows"]
+    prices = [{"target": r["target"], "at": r["changed_at"], "old": r["previous_price"], "new": r["price_per_hour"],
+               "currency": r["currency"]} for r in price_changes]
+    env = {t: [{"text": r["change"] + f" on {_day(r['changed_at'])}"} for r in env_changes
+               if r["target"] == t and _in(r["changed_at"], span)] for t in (item["a"], item["b"])}
+    return evidence({"a": item["a"], "b": item["b"]}, {"a": w["a1"], "b": w["b1"]}, {"a": w["a2"], "b": w["b2"]},
+                    item["result"]["delta"], span, price_periods=prices, env=env)
 
 
-def why_sentence(item: dict, windows: tuple, price_changes: Rows, env_changes: Rows, kinds: Rows) -> str:
-    """e.g. 'h200-dev became 10.5% dearer than h200-sxm-1x for 1b since Nov 2 (it was 3.9% cheaper), mostly
-    through price: price change h200-sxm-1x 3.8 → 3.23 USD/h.' (plain text; the page escapes it)"""
+def why_sentence(item: dict, windows: tuple, price_changes: Rows, env_changes: Rows, kinds: Rows = ()) -> str:
+    """e.g. 'h200-dev became 18.2% dearer than h200-sxm-1x for 1b in the window to Dec 4 (it was 4.8% cheaper
+    in the window to Oct 30), mostly through price. What moved: price +16.3 log points: h200-sxm-1x price
+    3.800 → 3.230 USD/h from Oct 30; reliability +11.1 log points: ...' (plain text; the page escapes it).
+    Both windows are windows of the gap-over-time chart (tasks.cost.grid); `kinds` is accepted for callers
+    and not used: the failure counts k/n are the reliability term's evidence."""
     res = item["result"]
     (w1, w2) = windows
-    term = _dominant(res["delta"])
-    span = (w1[0], w2[1])
-    moved = f"{term_points(res['delta'])}"
-    return (f"{item['a']} became {describe_gap(res['gap_2'])} than {item['b']} for {item['preset']} since {_day(w1[1])} "
-            f"(it was {describe_gap(res['gap_1'])}), mostly through {TERM_WORDS[term]}: "
-            f"{_evidence(term, item, span, price_changes, env_changes, kinds)}. Terms: {moved}.")
+    term = main_term(res["delta"])
+    moved = why_evidence(item, windows, price_changes, env_changes)
+    text = (f"{item['a']} became {describe_gap(res['gap_2'])} than {item['b']} for {item['preset']} in the window to "
+            f"{_day(w2[1])} (it was {describe_gap(res['gap_1'])} in the window to {_day(w1[1])}), mostly through "
+            f"{TERM_WORDS[term]}.")
+    if moved:
+        return text + f" What moved: {evidence_text(moved)}."
+    return text + " No term moved by more than one log point."
 
 
 def term_points(delta: dict) -> str:

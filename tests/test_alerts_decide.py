@@ -1,5 +1,5 @@
 """The change decisions, table-driven: figures come from the cost model (tasks.cost.model.figure), the
-decisions only compare them. Noise that stays inside the interval is no change.
+decisions only compare them. Noise that stays inside the interval is no change; one cause, one change.
 
     .venv/bin/pytest -q tests/test_alerts_decide.py
 """
@@ -8,107 +8,94 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-import numpy as np
 import pytest
 
-from tasks.alerts.config import CHEAPEST_CHANGED, GAP_SHIFTED, TARGET_FAILED
-from tasks.alerts.decide import (changepoint_shifts, cheapest_changes, failure_streaks, gap_shifts, price_changes,
-                                 quarantined)
-from tasks.cost.model import CostOptions, figure, row_rng
+from tasks.alerts.config import (CHEAPEST_CHANGED, FAILURE_RATE_SHIFTED, GAP_SHIFTED, TARGET_FAILED,
+                                 THROUGHPUT_SHIFTED, AlertConfig)
+from tasks.alerts.decide import failure_streaks, price_changes, quarantined
+from tasks.alerts.moves import Facts, decide
+from tasks.alerts.samples import NOISY, SPEC, spread, world
 
 END = datetime(2026, 11, 30, tzinfo=timezone.utc)
-OPTS = CostOptions(draws=400)
+STEADY, FAST, NOISE = spread(1000), spread(2000), spread(1003)  # NOISE: a hair faster, inside the interval
 
 
-def _costs(windows: list[dict[str, tuple[float, list[float]] | None]], preset: str = "1b"):
-    """rows + figs as tasks.cost.table.costs returns them, for windows given newest first:
-    [{target: (price per hour, tokens/s of each run)}]; None = no cost (no price)."""
-    rows, figs = [], {}
-    for period, targets in enumerate(windows):
-        for target, spec in targets.items():
-            price, samples = spec if spec else (None, [1000.0])
-            fig = figure(price, np.array(samples), 0, len(samples), 0.01, OPTS, row_rng(OPTS, target, preset))
-            figs[(period, target, preset)] = fig
-            end = END - timedelta(days=30 * period)
-            rows.append({"period": period, "target": target, "preset": preset, "currency": "USD",
-                         "window_start": end - timedelta(days=30), "window_end": end, "runs": len(samples),
-                         "cost_now_per_mtok": fig.cost_per_mtok,
-                         **{k: getattr(fig, k) for k in ("cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour",
-                                                         "tokens_per_s", "p", "R", "failed_attempts", "attempts")}})
-    return rows, figs
+def _decide(spec: dict, cfg: AlertConfig = AlertConfig()):
+    rows, figs, runs = world(spec, END)
+    return decide(rows, figs, Facts(price_periods=[], env=lambda *_: [], steps=[], samples=runs), cfg)
 
 
-STEADY = [1000.0, 1010.0, 990.0]
-FAST = [2000.0, 2020.0, 1980.0]
-NOISE = [1004.0, 1012.0, 995.0]  # a hair faster than STEADY: well inside the interval
+def ok(price: float, runs: list[float], failed: int = 0, attempts: int = 10) -> tuple:
+    return (price, runs, failed, attempts)
 
 
-@pytest.mark.parametrize("name, windows, standing, expected", [
-    ("a stays cheapest", [{"a": (1.0, STEADY), "b": (1.5, STEADY)}, {"a": (1.0, STEADY), "b": (1.5, STEADY)}],
-     None, []),
-    ("b becomes clearly cheaper", [{"a": (1.0, STEADY), "b": (1.0, FAST)}, {"a": (1.0, STEADY), "b": (1.5, STEADY)}],
-     None, [("a", "b", 0)]),
-    ("b cheaper by noise only", [{"a": (1.0, STEADY), "b": (1.0, NOISE)}, {"a": (1.0, STEADY), "b": (1.01, STEADY)}],
-     None, []),
-    ("the standing target has no cost this window: hold", [{"b": (1.0, STEADY)}, {"a": (1.0, STEADY), "b": (1.5, STEADY)}],
-     None, []),
-    ("the standing target has no price this window: hold", [{"a": None, "b": (1.0, STEADY)},
-                                                             {"a": (1.0, STEADY), "b": (1.5, STEADY)}], None, []),
-    ("a missing week does not flip it there and back", [{"a": (1.0, STEADY), "b": (1.5, STEADY)}, {"b": (1.5, STEADY)},
-                                                        {"a": (1.0, STEADY), "b": (1.5, STEADY)}], None, []),
-    ("told b, a is clearly cheaper now", [{"a": (1.0, STEADY), "b": (2.0, STEADY)}, {"a": (1.0, STEADY), "b": (2.0, STEADY)}],
-     {"1b": "b"}, [("b", "a", 1)]),
-    ("told a, and a still is", [{"a": (1.0, STEADY), "b": (2.0, STEADY)}], {"1b": "a"}, []),
-    ("a -> b -> a over three windows", [{"a": (1.0, STEADY), "b": (2.0, STEADY)}, {"a": (1.0, STEADY), "b": (1.0, FAST)},
-                                        {"a": (1.0, STEADY), "b": (2.0, STEADY)}], None, [("a", "b", 1), ("b", "a", 0)]),
+@pytest.mark.parametrize("name, windows, expected", [
+    ("a stays cheapest", [{"a": ok(1.0, STEADY), "b": ok(1.5, STEADY)}, {"a": ok(1.0, STEADY), "b": ok(1.5, STEADY)}], []),
+    ("b becomes clearly cheaper", [{"a": ok(1.0, STEADY), "b": ok(1.0, FAST)}, {"a": ok(1.0, STEADY), "b": ok(1.5, STEADY)}],
+     [("a", "b", 0)]),
+    ("b cheaper by noise only", [{"a": ok(1.0, STEADY), "b": ok(1.0, NOISE)}, {"a": ok(1.0, STEADY), "b": ok(1.01, STEADY)}],
+     []),
+    ("one target in the newest window: no pair, nothing told", [{"b": ok(1.0, FAST)},
+                                                                {"a": ok(1.0, STEADY), "b": ok(1.5, STEADY)}], []),
+    ("a missing window does not flip it there and back", [{"a": ok(1.0, STEADY), "b": ok(1.5, STEADY)}, {"b": ok(1.5, STEADY)},
+                                                          {"a": ok(1.0, STEADY), "b": ok(1.5, STEADY)}], []),
+    ("a -> b -> a over three windows", [{"a": ok(1.0, STEADY), "b": ok(2.0, STEADY)}, {"a": ok(1.0, STEADY), "b": ok(1.0, FAST)},
+                                        {"a": ok(1.0, STEADY), "b": ok(2.0, STEADY)}], [("a", "b", 1), ("b", "a", 0)]),
 ])
-def test_cheapest_changes(name, windows, standing, expected):
-    rows, figs = _costs(windows)
-    got = cheapest_changes(rows, figs, standing)
+def test_cheapest_changes(name, windows, expected):
+    got = [c for c in _decide({"1b": windows}) if c.event == CHEAPEST_CHANGED]
     assert [(c.payload["old_target"], c.payload["new_target"], c.period) for c in got] == expected, name
     for c in got:
-        assert c.event == CHEAPEST_CHANGED and c.key == "cheapest/1b" and c.fingerprint == c.target
-        assert c.payload["gap_hi"] < 0 and c.payload["gap_lo"] <= c.payload["gap"] <= c.payload["gap_hi"]
-        assert c.payload["new_cost_per_mtok"] < c.payload["old_cost_per_mtok"]
-        assert c.related == (c.payload["old_target"],) and "cheapest target is now" in c.summary
+        p, (old, new) = c.payload, (c.payload["old_target"], c.payload["new_target"])
+        assert c.key == "cheapest/1b" and c.fingerprint == c.target == new and c.related == (old,)
+        # each side in its own window, the headline's way round: the dearer against the cheapest
+        assert (p["before"]["a"], p["before"]["b"], p["after"]["a"], p["after"]["b"]) == (new, old, old, new)
+        assert p["before"]["gap"] > 0 and 0 < p["after"]["gap_lo"] <= p["after"]["gap"] == p["gap"]
+        assert p["before"]["end"] <= p["after"]["start"]  # windows that share no run
+        assert p["old_cost_per_mtok"] == p["before"]["cost_b"] and p["new_cost_per_mtok"] == p["after"]["cost_b"]
+        assert f"{old} costs {p['after']['gap']:+.1%} more" in c.summary and f"{new} is now the cheapest" in c.summary
+        # nothing else is told for the same cause (b's speed-up is the evidence here)
+        assert [e["term"] for e in p["evidence"]] and all(abs(e["log_points"]) > 1 for e in p["evidence"])
 
 
-def _gap_row(period: int, gap: float, half: float, target: str = "a", preset: str = "1b") -> dict:
-    end = END - timedelta(days=7 * period)
-    return {"period_start": end - timedelta(days=7), "period_end": end, "preset": preset, "target": target,
-            "baseline": "base", "gap": gap, "gap_lo": gap - half, "gap_hi": gap + half, "cost_per_mtok": 1 + gap,
-            "baseline_cost_per_mtok": 1.0, "ln_price": 0.0, "ln_throughput": float(np.log1p(gap)),
-            "ln_reliability": 0.0, "currency": "USD"}
+def _gap(now: float, before: float, runs_b=STEADY) -> dict:
+    """b is the cheapest at price 1.0; a's price sets its gap (1 + gap = price ratio)."""
+    return {"1b": [{"a": ok(1.0 + now, STEADY), "b": ok(1.0, runs_b)}, {"a": ok(1.0 + before, STEADY), "b": ok(1.0, runs_b)}]}
 
 
-@pytest.mark.parametrize("name, history, expected", [
-    ("steady gap", [_gap_row(1, 0.10, 0.03), _gap_row(0, 0.10, 0.03)], []),
-    ("noise inside the previous interval", [_gap_row(1, 0.10, 0.03), _gap_row(0, 0.12, 0.03)], []),
-    ("left the interval", [_gap_row(1, 0.10, 0.03), _gap_row(0, 0.25, 0.03)], [0]),
-    ("left a narrow interval by less than min_move", [_gap_row(1, 0.100, 0.002), _gap_row(0, 0.110, 0.002)], []),
-    ("a week without data: compared with the one before", [_gap_row(3, 0.10, 0.03), _gap_row(0, -0.20, 0.03)], [0]),
-    ("a shift two periods back, stable since", [_gap_row(2, 0.10, 0.03), _gap_row(1, 0.30, 0.03),
-                                                _gap_row(0, 0.31, 0.03)], [1]),
+@pytest.mark.parametrize("name, spec, expected", [
+    ("steady gap", _gap(0.10, 0.10), []),
+    ("noise inside the earlier interval", _gap(0.102, 0.10), []),
+    ("left the interval", _gap(0.25, 0.10), [0]),
+    ("left a narrow interval by less than min_move", _gap(0.115, 0.10), []),
 ])
-def test_gap_shifts(name, history, expected):
-    got = gap_shifts(history, END, 7.0, 0.02)
+def test_gap_shifts(name, spec, expected):
+    got = _decide(spec, AlertConfig(min_gap_move=0.02))
     assert [c.period for c in got] == expected, name
     for c in got:
-        assert c.event == GAP_SHIFTED and c.key == "gap/1b/a/base" and c.related == ("base",)
-        assert c.payload["reason"] == "interval" and c.payload["main_term"] == "throughput"
-        assert not c.payload["previous_gap_lo"] <= c.payload["gap"] <= c.payload["previous_gap_hi"]
+        p = c.payload
+        assert c.event == GAP_SHIFTED and c.key == "gap/1b/a/b" and c.related == ("b",) and p["cheapest"] == "b"
+        assert p["main_term"] == "price" and [e["term"] for e in p["evidence"]] == ["price"]
+        assert not p["before"]["gap_lo"] <= p["after"]["gap"] <= p["before"]["gap_hi"]
+        assert (p["before"]["a"], p["before"]["b"]) == (p["after"]["a"], p["after"]["b"]) == ("a", "b")
 
 
-def test_changepoint_findings_become_shifts_with_the_environment_change():
-    f = {"target": "a", "preset": "1b", "at": "2026-11-20T00:00:00+00:00", "run_before": "r1", "run_after": "r2",
-         "runs_before": 3, "runs_after": 3, "tokens_per_s_before": 1000.0, "tokens_per_s_after": 900.0,
-         "shift": -0.1, "shift_lo": -0.12, "shift_hi": -0.08, "p_value": 0.001, "confidence": 0.999,
-         "significant": True, "changed": [{"field": "driver", "before": "550", "after": "560"}],
-         "summary": "a/1b at 2026-11-20: driver 550 -> 560: tokens/s -10.0%"}
-    (c,) = changepoint_shifts([f])
-    assert (c.event, c.key, c.fingerprint, c.target) == (GAP_SHIFTED, "shift/a/1b/r2", "r2", "a")
-    assert c.payload["env_changes"] == [{"field": "driver", "before": "550", "after": "560"}]
-    assert c.payload["reason"] == "changepoint" and c.summary == f["summary"]
+def test_each_cause_is_told_once_with_its_kind():
+    got = _decide(SPEC)
+    assert sorted((c.event, c.payload["preset"], c.target) for c in got) == [
+        (CHEAPEST_CHANGED, "sample-1b", "sample-v100"), (FAILURE_RATE_SHIFTED, "sample-70b", "sample-a10"),
+        (GAP_SHIFTED, "sample-8b", "sample-a10"), (THROUGHPUT_SHIFTED, "sample-13b", "sample-a10")]
+    by = {c.event: c.payload for c in got}
+    assert [e["term"] for e in by[THROUGHPUT_SHIFTED]["evidence"]] == ["throughput"]
+    assert [e["term"] for e in by[FAILURE_RATE_SHIFTED]["evidence"]] == ["reliability"]
+    assert by[FAILURE_RATE_SHIFTED]["p_value"] < 0.05 and by[THROUGHPUT_SHIFTED]["p_value"] < 0.01
+
+
+def test_a_preset_one_target_ran_tells_nothing():
+    solo = {"tiny": [{"local": ok(0.1, spread(1200), 8, 20)}, {"local": ok(0.2, spread(800), 0, 20)}]}
+    assert _decide(solo) == []
+    noisy_pair = {"13b": [{"a": ok(1.0, STEADY), "c": ok(1.6, NOISY, 0, 3)}, {"c": ok(1.6, NOISY, 0, 3)}]}
+    assert _decide(noisy_pair) == []  # a pair in one window only: nothing to compare
 
 
 def _dispatches(target: str, statuses: str) -> list[dict]:

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tasks.alerts.config import (CHEAPEST_CHANGED, DATA_QUARANTINED, GAP_SHIFTED, PRICE_CHANGED, TARGET_FAILED,
-                                 AlertConfig, Change)
+from tasks.alerts.config import (CHEAPEST_CHANGED, DATA_QUARANTINED, FAILURE_RATE_SHIFTED, GAP_SHIFTED,
+                                 PRICE_CHANGED, TARGET_FAILED, THROUGHPUT_SHIFTED, AlertConfig, Change)
 from tasks.alerts.policy import due, events, told_cheapest
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
@@ -23,10 +23,9 @@ def cheapest(old: str, new: str, period: int = 0) -> Change:
                   {"preset": "1b", "old_target": old, "new_target": new}, (old,), period=period)
 
 
-def shift(period: int, at: datetime | None = None) -> Change:
-    at = at or NOW - timedelta(days=CFG.period_days * period)
-    return Change(GAP_SHIFTED, "gap/1b/a/base", at.isoformat(), "a", at, "shift", {"reason": "interval"}, ("base",),
-                  period=period)
+def shift(period: int, at: datetime | None = None, event: str = GAP_SHIFTED) -> Change:
+    at = at or NOW - timedelta(days=35 * period)
+    return Change(event, f"{event}/1b/a/base", at.isoformat(), "a", at, "shift", {}, ("base",), period=period)
 
 
 def failing(n: int, first: datetime = NOW - 10 * H, ongoing: bool = True) -> Change:
@@ -55,16 +54,19 @@ def test_cheapest_is_told_when_it_differs_from_what_was_told(name, changes, log,
     assert [c.fingerprint for c in due(changes, log, now=NOW, cfg=CFG)] == expected, name
 
 
-@pytest.mark.parametrize("name, changes, log, expected", [
-    ("a shift in the newest period", [shift(0)], [], 1),
-    ("a shift in an older period is history", [shift(1)], [], 0),
-    ("the same shift again (re-run)", [shift(0)], [sent(shift(0), NOW - H)], 0),
-    ("period boundary slid by a day over the same shift", [shift(0)],
-     [sent(shift(0, NOW - timedelta(days=1)), NOW - timedelta(days=1))], 0),
-    ("a new shift a period later", [shift(0)], [sent(shift(0, NOW - timedelta(days=CFG.period_days)), NOW - timedelta(days=CFG.period_days))], 1),
+@pytest.mark.parametrize("event", [GAP_SHIFTED, THROUGHPUT_SHIFTED, FAILURE_RATE_SHIFTED])
+@pytest.mark.parametrize("name, periods, log, expected", [
+    ("a shift into the newest window", [0], [], 1),
+    ("a shift into an older window is history", [1], [], 0),
+    ("the same shift again (re-run)", [0], [(0, None, H)], 0),
+    ("the weekly window slid by a day over the same shift", [0], [(0, 1, 24 * H)], 0),
+    ("a new shift a window length later", [0], [(0, 30, 30 * 24 * H)], 1),
 ])
-def test_a_gap_shift_is_told_once_per_period(name, changes, log, expected):
-    assert len(due(changes, log, now=NOW, cfg=CFG)) == expected, name
+def test_a_shift_is_told_once_per_window(event, name, periods, log, expected):
+    changes = [shift(p, event=event) for p in periods]
+    told = [sent(shift(p, None if days is None else NOW - timedelta(days=days), event), NOW - ago)
+            for p, days, ago in log]
+    assert len(due(changes, told, now=NOW, cfg=CFG)) == expected, name
 
 
 @pytest.mark.parametrize("name, change, log, expected", [

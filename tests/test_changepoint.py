@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from tasks.cost.changepoint import DetectConfig, detect, scan
+from tasks.cost.changepoint import DetectConfig, detect, scan, window_shift
 from tests.cost_support import T0, add_env, add_run, add_target, warehouse
 
 OLD = {"driver": "550.54", "cuda_driver": "12.4", "cuda_runtime": "12.4", "cudnn": "9.1", "torch": "2.5.1",
@@ -92,3 +92,16 @@ def test_detect_reads_the_warehouse_and_gap_shows_it(tmp_path):
                 [T0, T0, T0, T0, T0, T0])
     g = gap(con, "A", "B", as_of=T0 + timedelta(days=25))
     assert len(g["changes"]) == 1 and g["changes"][0]["target"] == "A"
+
+
+@pytest.mark.parametrize("shift, expected", [(0.10, True), (0.0, False), (0.01, False)])
+def test_window_shift_between_two_windows(shift, expected):
+    """The same test between two windows' runs (the alerts' "throughput shifted"): a 10% step is found, no
+    step is not, and a 1% step is below min_shift however sure the test is; too few runs: no test."""
+    rng = np.random.default_rng(3)
+    before = 60_000.0 * np.exp(rng.normal(0, NOISE_CV / 4, 12))
+    after = 60_000.0 * (1 + shift) * np.exp(rng.normal(0, NOISE_CV / 4, 12))
+    got = window_shift(before, after)
+    assert got["significant"] is expected and got["shift_lo"] <= got["shift"] <= got["shift_hi"]
+    assert got["shift"] == pytest.approx(shift, abs=0.01)
+    assert window_shift(before[:2], after) is None

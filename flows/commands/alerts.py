@@ -20,8 +20,9 @@ from flows.commands import EXIT_FAILED, say
 from flows.settings import warehouse_path
 from tasks.alerts.automations import BLOCK_ENV, DEFAULT_FILE
 
-alerts_app = typer.Typer(help="Notifications when the cheapest target changes, a gap shifts, a target fails, "
-                              "a price changes or data is refused. The compare and price flows emit Prefect events "
+alerts_app = typer.Typer(help="Notifications, one kind per cause: the cheapest target changed, a gap shifted, a "
+                              "target's throughput or failure rate shifted, a target failed, a price changed, data "
+                              "was refused. The compare and price flows emit Prefect events "
                               "(costgap.*); the automations in deploy/automations/costgap.yaml turn them into "
                               "messages through a Prefect notification block. Once per Prefect server "
                               "(PREFECT_API_URL): create the block (Slack, Teams, email, custom webhook), run "
@@ -39,7 +40,8 @@ def apply_cmd(
     block: Optional[str] = typer.Option(None, "--block", help=BLOCK_HELP),
     file: str = typer.Option(DEFAULT_FILE, "--file", help=FILE_HELP),
 ) -> None:
-    """Create or update costgap's automations on the Prefect server; running it again changes nothing."""
+    """Create or update costgap's automations on the Prefect server, by name; running it again changes nothing.
+    Automations made from an older costgap are migrated: their templates are replaced, new kinds created."""
     from flows.alerts import apply_automations
 
     say(f"applying {file}")

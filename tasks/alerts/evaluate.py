@@ -2,9 +2,10 @@
 
     python -c "import duckdb; from tasks.alerts import recent_changes; print(recent_changes(duckdb.connect('costgap.duckdb', read_only=True)))"
 
-`evaluate(con, cfg, now)` reads the figures from the one cost model (tasks.cost.table.costs over the
-overview's windows and over the gap-over-time periods, gap_history against the report's baseline,
-changepoint.detect) plus dispatches, price periods and quarantine, and hands them to tasks.alerts.decide.
+`evaluate(con, cfg, now)` reads the figures from the one cost model (tasks.cost.table.costs over windows
+of the one grid, tasks.cost.grid.compare_span: the overview's window and its non-overlapping
+predecessors), each run's tokens/s, the environment and change-point findings, plus dispatches, price
+periods and quarantine, and hands them to tasks.alerts.moves (cost-based kinds) and tasks.alerts.decide.
 - `decisions(con, cfg, now)`: the one evaluation both of the following read, so the site and the
   alerts never disagree;
 - `recent_changes(con)` / `recent`: those decisions, newest first, for the overview's "Recent changes" list;
@@ -21,19 +22,18 @@ from datetime import datetime, timedelta, timezone
 
 import duckdb
 
-from tasks.alerts.config import AlertConfig, Change
-from tasks.alerts.decide import (changepoint_shifts, cheapest_changes, failure_streaks, gap_shifts, iso,
-                                 price_changes, quarantined)
+from tasks.alerts.config import KIND, AlertConfig, Change
+from tasks.alerts.decide import failure_streaks, iso, price_changes, quarantined
+from tasks.alerts.moves import Facts, decide
 from tasks.alerts.policy import Alert, due, events
 from tasks.cost import rules
 from tasks.cost.changepoint import detect
-from tasks.cost.inputs import Span, known_targets
-from tasks.cost.table import cheapest_first, costs, env_changes, gap_history
+from tasks.cost.evidence import env_shift
+from tasks.cost.grid import compare_span
+from tasks.cost.inputs import Span, latest_run, window_inputs
+from tasks.cost.table import costs
 from tasks.errors import UserError
 from warehouse import sql
-
-KIND = {"costgap.cheapest.changed": "cheapest", "costgap.gap.shifted": "gap", "costgap.target.failed": "failed",
-        "costgap.price.changed": "price", "costgap.data.quarantined": "quarantined"}
 
 
 @dataclass
@@ -41,9 +41,8 @@ class Evaluation:
     """Every decision over the span read, and what could not be decided."""
 
     changes: list[Change] = field(default_factory=list)
-    end: datetime | None = None  # the newest run: the last window and period end here
-    since: datetime | None = None  # the start of the periods read
-    baseline: str | None = None  # the gap's reference target
+    end: datetime | None = None  # the newest run: the newest window ends here
+    since: datetime | None = None  # the start of the oldest window read
     errors: list[str] = field(default_factory=list)  # decisions skipped, one line each (e.g. a missing FX rate)
 
 
@@ -51,51 +50,35 @@ def _utc(t: datetime) -> datetime:
     return t.astimezone(timezone.utc)
 
 
-def evaluate(con: duckdb.DuckDBPyConnection, cfg: AlertConfig, now: datetime, *, standing: dict[str, str] | None = None,
-             windows: int | None = None, periods: int | None = None) -> Evaluation:
-    """All decisions: `windows` overview windows for the cheapest (from `standing`), `periods` weekly periods
-    for gap shifts and change points; failures, price changes and quarantine over the same stretch."""
+def evaluate(con: duckdb.DuckDBPyConnection, cfg: AlertConfig, now: datetime) -> Evaluation:
+    """All decisions: `cfg.windows` grid windows for the cost-based kinds; failures, price changes and
+    quarantine over the same stretch."""
     ev = Evaluation()
-    wspan = rules.window(con, None, cfg.window_days, windows or cfg.windows)
-    if wspan is not None:
-        hspan = Span(wspan.end, cfg.period_days, periods or cfg.periods)
-        ev.end, ev.since = wspan.end, min(wspan.start, hspan.start)
+    end = latest_run(con)
+    prices = sql.rows(con, "alerts_price_changes", {"billing": cfg.cost.billing})
+    if end is not None:
+        span = compare_span(end, cfg.window_days, cfg.windows)
+        ev.end, ev.since = span.end, span.start
         try:
-            _cost_changes(con, cfg, now, wspan, hspan, standing, ev)
+            ev.changes += _cost_changes(con, cfg, now, span, prices)
         except UserError as e:  # e.g. a missing FX rate: the other kinds are still decided
-            ev.errors.append(f"cheapest/gap alerts not decided: {e}")
+            ev.errors.append(f"cheapest/gap/throughput/failure-rate alerts not decided: {e}")
     ev.changes += failure_streaks(sql.rows(con, "alerts_dispatches"))
-    ev.changes += price_changes(sql.rows(con, "alerts_price_changes", {"billing": cfg.cost.billing}))
+    ev.changes += price_changes(prices)
     ev.changes += quarantined(sql.rows(con, "alerts_quarantine", {"since": ev.since or now - timedelta(
         days=cfg.news_max_age_days)}))
     return ev
 
 
-def _cost_changes(con, cfg: AlertConfig, now: datetime, wspan: Span, hspan: Span, standing, ev: Evaluation) -> None:
-    rows, figs = costs(con, wspan, cfg.cost, today=now)
-    ev.changes += cheapest_changes(rows, figs, standing)
-    if cfg.baseline is not None and cfg.baseline not in known_targets(con):
-        raise UserError(f"baseline = {cfg.baseline!r}: no such target in the warehouse")
-    priced = [r for r in cheapest_first([r for r in rows if r["period"] == 0]) if r["cost_per_mtok"] is not None]
-    ev.baseline = cfg.baseline or (priced[0]["target"] if priced else None)  # the report's rule (reports/data.py)
-    if ev.baseline is not None:
-        hrows, hfigs = costs(con, hspan, cfg.cost, today=now)
-        shifts = gap_shifts(gap_history(hrows, hfigs, ev.baseline), hspan.end, cfg.period_days, cfg.min_gap_move)
-        ev.changes += [_with_env(con, c) for c in shifts]
-    ev.changes += changepoint_shifts(detect(con, since=hspan.start, until=hspan.end))
-
-
-def _with_env(con, c: Change) -> Change:
-    """A gap shift with the environment fields that changed between its two periods (target and baseline)."""
-    p = c.payload
-    w1 = (datetime.fromisoformat(p["previous_period_start"]), datetime.fromisoformat(p["previous_period_end"]))
-    w2 = (datetime.fromisoformat(p["period_start"]), datetime.fromisoformat(p["period_end"]))
-    found = [{"target": t, **{k: (None if e[k] is None else str(e[k])) for k in ("field", "before", "after")}}
-             for t in (p["target"], p["baseline"]) for e in env_changes(con, t, w1, w2)]
-    if not found:
-        return c
-    what = ", ".join(f"{e['target']} {e['field']} {e['before']} -> {e['after']}" for e in found)
-    return replace(c, payload={**p, "env_changes": found}, summary=f"{c.summary}; environment: {what}")
+def _cost_changes(con, cfg: AlertConfig, now: datetime, span: Span, prices: list[dict]) -> list[Change]:
+    rows, figs = costs(con, span, cfg.cost, today=now)
+    samples = {(r["period"], r["target"], r["preset"]): r["samples"] for r in window_inputs(con, span, cfg.cost)}
+    facts = Facts(
+        price_periods=[{"target": r["target"], "at": r["effective_from"], "old": r["previous_price"],
+                        "new": r["price_per_hour"], "currency": r["currency"]} for r in prices],
+        env=lambda t, preset, w1, w2: env_shift(con, t, preset, w1, w2),
+        steps=detect(con, since=span.start, until=span.end), samples=samples)
+    return decide(rows, figs, facts, cfg)
 
 
 def sent(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -107,10 +90,8 @@ def sent(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 
 def decisions(con: duckdb.DuckDBPyConnection, cfg: AlertConfig, now: datetime) -> Evaluation:
-    """The one evaluation both the alerts (pending) and the site's list (recent_changes) read: `cfg.windows`
-    overview windows for the cheapest, and the weekly periods that cover them for gap shifts."""
-    span_days = cfg.window_days * cfg.windows
-    return evaluate(con, cfg, now, windows=cfg.windows, periods=max(cfg.periods, int(span_days // cfg.period_days)))
+    """The one evaluation both the alerts (pending) and the site's list (recent_changes) read."""
+    return evaluate(con, cfg, now)
 
 
 def pending(con: duckdb.DuckDBPyConnection, cfg: AlertConfig, now: datetime,
@@ -148,10 +129,13 @@ def recent(con: duckdb.DuckDBPyConnection, cfg: AlertConfig | None = None, *, no
     of `decisions` (the same the alerts read) that happened, or was learned of, within its windows,
     newest first.
 
-    Each row: at (datetime, UTC: when it happened in the data), event (costgap.*), kind (cheapest | gap |
-    failed | price | quarantined), target, preset (None where it does not apply), related (other targets:
-    the previous cheapest, the baseline), summary (one line), payload (the event's figures). Rows at the same
-    moment come in the order cheapest, gap, failed, price, quarantined."""
+    Each row: at (datetime, UTC: when it happened in the data: a window's end, a failure, a price's
+    effective date), event (costgap.*), kind (tasks.alerts.config.KIND: cheapest | gap | throughput |
+    failure_rate | failed | price | quarantined), target, preset (None where it does not apply), related
+    (other targets: the previous cheapest, the cheapest), summary (one line), payload (the event's figures;
+    cost-based kinds carry `before` and `after`, each window's bounds, pair a against b and figures, which
+    `costgap gap a b --between <before> --and <after>` reproduces). Rows at the same moment come in KIND's
+    order."""
     cfg = cfg or AlertConfig()
     now = now or rules.today()
     ev = decisions(con, cfg, now)

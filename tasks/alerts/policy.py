@@ -6,9 +6,9 @@
 alerts_sent table, warehouse/migrations/*_alerts.sql):
 - cheapest: the latest change per preset, unless its new target is what was last told for that preset
   or it happened before the newest `cheapest_windows` windows;
-- gap (interval): a shift in the newest period, at most one per (preset, target, baseline) per period,
-  so a shift that holds, or a period boundary sliding over the same runs, is told once;
-- change points: each finding once;
+- gap, throughput and failure-rate shifts: a shift into the newest window (the overview's), at most one
+  per key (preset, target and the cheapest) per window length, so a shift that holds while the weekly
+  window slides over the same runs is told once;
 - failures: an ongoing streak at its first failure, then again at most every `failure_repeat_hours`
   and only when it has failed again since;
 - prices and quarantine: each new period / bundle once, and only if it landed within `news_max_age_days`.
@@ -21,9 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tasks.alerts.config import (CHEAPEST_CHANGED, DATA_QUARANTINED, GAP_SHIFTED, PRICE_CHANGED, TARGET_FAILED,
-                                 UNKNOWN_TARGET, AlertConfig, Change, resource_id)
+from tasks.alerts.config import (CHEAPEST_CHANGED, DATA_QUARANTINED, FAILURE_RATE_SHIFTED, GAP_SHIFTED, PRICE_CHANGED,
+                                 TARGET_FAILED, THROUGHPUT_SHIFTED, UNKNOWN_TARGET, AlertConfig, Change, resource_id)
 from tasks.alerts.decide import iso
+
+
+SHIFTS = (GAP_SHIFTED, THROUGHPUT_SHIFTED, FAILURE_RATE_SHIFTED)  # told once per window length per key
 
 
 def told_cheapest(sent: list[dict]) -> dict[str, str]:
@@ -57,12 +60,10 @@ def due(changes: list[Change], sent: list[dict], *, now: datetime, cfg: AlertCon
     for c in changes:
         if (c.key, c.fingerprint) in done:
             continue
-        if c.event == GAP_SHIFTED and c.payload.get("reason") == "interval":
-            recent = [s for s in by_key.get(c.key, []) if s["occurred_at"] > c.at - timedelta(days=cfg.period_days)]
+        if c.event in SHIFTS:
+            recent = [s for s in by_key.get(c.key, []) if s["occurred_at"] > c.at - timedelta(days=cfg.window_days)]
             if c.period == 0 and not recent:
                 out.append(c)
-        elif c.event == GAP_SHIFTED:  # a change point: each finding once
-            out.append(c)
         elif c.event in (PRICE_CHANGED, DATA_QUARANTINED):
             if c.noticed_at is not None and c.noticed_at >= fresh:
                 out.append(c)
@@ -99,7 +100,7 @@ class Alert:
 
     @property
     def related_resources(self) -> list[dict[str, str]]:
-        role = {CHEAPEST_CHANGED: "previous-cheapest", GAP_SHIFTED: "baseline"}.get(self.event, "target")
+        role = {CHEAPEST_CHANGED: "previous-cheapest"}.get(self.event, "cheapest" if self.event in SHIFTS else "target")
         return [{"prefect.resource.id": resource_id(t), "prefect.resource.role": role,
                  "prefect.resource.name": t} for t in self.related]
 

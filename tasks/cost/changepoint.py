@@ -129,6 +129,18 @@ def scan_frame(frame: pl.DataFrame, cfg: DetectConfig, rng: np.random.Generator)
     return found
 
 
+def window_shift(before, after, cfg: DetectConfig | None = None) -> dict | None:
+    """The same test between two windows' runs (tokens/s of each run, any order): shift, 90% interval,
+    p-value and `significant`, or None when either side has fewer than `min_runs` runs. The alerts'
+    "throughput shifted" (tasks.alerts.moves) reads it for two windows of the grid (tasks.cost.grid)."""
+    cfg = cfg or DetectConfig()
+    b, a = (np.log(np.asarray(x, dtype=float)) for x in (before, after))
+    if b.size < cfg.min_runs or a.size < cfg.min_runs:
+        return None
+    res = _tests(np.concatenate([b, a])[:, None], b.size, cfg, np.random.default_rng(cfg.seed))
+    return {name: (bool(v[0]) if name == "significant" else float(v[0])) for name, v in res.items()}
+
+
 def scan(rows: list[dict], cfg: DetectConfig, rng: np.random.Generator) -> list[dict]:
     """scan_frame for one history given as dicts in time order (tests, small callers)."""
     return scan_frame(pl.DataFrame(rows, infer_schema_length=None), cfg, rng)
