@@ -23,6 +23,7 @@ from tasks.cost import rules
 from tasks.cost.changepoint import detect
 from tasks.cost.derived import tier_recommendations
 from tasks.cost.inputs import Span
+from reports.reader import reader_inputs
 from reports.theme import target_colors
 from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
 from tasks.cost.table import cheapest_first, costs, gap_history, leaders
@@ -104,6 +105,8 @@ class ReportData:
     currency: str = "USD"
     # what changed lately: the alerts' own decisions (tasks.alerts.recent), so the site and the alerts agree
     recent_changes: Section = field(default_factory=Section)
+    # the picker's inputs per (currency, billing mode): reports.reader, what `costgap targets` reads
+    reader: dict = field(default_factory=dict)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
@@ -270,4 +273,5 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         events=events(price_changes.rows, env_changes.rows),
         currency=cfg.currency,
         recent_changes=recent_changes(con, cfg, today),
+        reader=reader_inputs(con, span, today, cfg.currency, cfg.billing) if span else {},
     )
