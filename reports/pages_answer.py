@@ -132,7 +132,7 @@ def picker(p: Page, data: ReportData) -> str:
         '<div id="picker" class="picker">'
         f'<p>Your own question: cost per 1M tokens, the cost of your token count and the hours it takes, per '
         f'target, computed in this page from the inputs below with the cost model\'s formulas '
-        f'(p = k/n, R = 1 + f·p/(1−p), C = P/(3600·X)·10⁶·R; total = C·N/10⁶; hours = N/(3600·X)·R). The same '
+        f'(p = k/n, R = 1 + f·p/(1−p), C = P/(3600·X)·10⁶·R; total = C·(N/10⁶); hours = N/(3600·X)·R). The same '
         f'figures as <code>costgap targets --currency C --billing B --f F --json</code>; total and hours as '
         f'<code>costgap tiers … --tokens N</code>.</p>'
         f'<form class="choices" onsubmit="return false">{controls}</form>'

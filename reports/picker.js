@@ -62,7 +62,7 @@
     var R = p < 1 ? 1 + f * p / (1 - p) : null;              // rerun_factor
     var C = P !== null && R !== null ? P / (3600 * X) * 1e6 * R : null;  // effective_cost
     return { target: row[0], P: P, X: X, k: k, n: n, runs: row[6], R: R, C: C,
-             total: C !== null && tokens ? C * tokens / 1e6 : null,            // derived: cost_to_train
+             total: C !== null && tokens ? C * (tokens / 1e6) : null,          // derived: cost_to_train
              hours: R !== null && tokens ? tokens / (3600 * X) * R : null };     // derived: hours_to_train
   }
 
