@@ -34,8 +34,8 @@ def padded(values, frac: float = PAD, zero: bool = False) -> alt.Scale:
     if not vals:
         return alt.Scale(zero=zero)
     lo, hi = min(vals), max(vals)
-    mid = (lo + hi) / 2 or 1.0
-    half = max((hi - lo) / 2 * (1 + 2 * frac), abs(mid) * frac)
+    mid = (lo + hi) / 2
+    half = max((hi - lo) / 2 * (1 + 2 * frac), abs(mid) * frac) or 1.0
     low = 0.0 if zero or (mid - half < 0 <= lo) else mid - half
     return alt.Scale(domain=[low, mid + half], zero=False, nice=True)
 

@@ -72,7 +72,8 @@ def test_every_page_says_what_was_not_measured(demo):
 def test_demo_report_has_costs_and_a_decomposition(demo):
     _, site, _ = demo
     index = (site / "index.html").read_text(encoding="utf-8")
-    assert "is cheapest:" in index and "baseline" in index
+    assert 'id="t-overview-answer"' in index and "baseline" in index
+    assert 'id="picker-inputs"' in index and 'src="assets/picker.js"' in index
     assert 'id="c-overview-cost"' in index
     why = (site / "why.html").read_text(encoding="utf-8")
     assert 'id="c-why-0"' in why and "cpu-local became" in why and "log points" in why
