@@ -273,5 +273,6 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         events=events(price_changes.rows, env_changes.rows),
         currency=cfg.currency,
         recent_changes=recent_changes(con, cfg, today),
-        reader=reader_inputs(con, span, today, cfg.currency, cfg.billing) if span else {},
+        reader=(reader_inputs(con, span, today, cfg.currency, cfg.billing, {(cfg.currency, cfg.billing): cost.rows})
+                if span else {}),
     )

@@ -46,18 +46,19 @@ def offered_billings(con: duckdb.DuckDBPyConnection, report_billing: str) -> lis
 
 
 def reader_inputs(con: duckdb.DuckDBPyConnection, span: Span, today: datetime, currency: str = "USD",
-                  billing: str = "on_demand") -> dict:
+                  billing: str = "on_demand", have: dict | None = None) -> dict:
     """{currencies, billings, f_choices, presets, inputs: {"CUR|billing": [[target, preset, P, X, k, n, runs], ...]}}.
 
     A currency the warehouse cannot convert every price of the window into (a missing FX rate) is not
-    offered; `skipped` says which and why."""
+    offered; `skipped` says which and why. `have`: {(currency, billing): rows of tasks.cost.table.costs}
+    already computed over this span (the report's own), reused rather than computed again."""
     billings = offered_billings(con, billing)
     inputs: dict[str, list] = {}
     currencies, skipped = [], []
     for cur in offered_currencies(con, currency):
         try:
-            got = {b: costs(con, span, CostOptions(billing=b, currency=cur, draws=DRAWS), today=today)[0]
-                   for b in billings}
+            got = {b: (have or {}).get((cur, b)) or costs(con, span, CostOptions(billing=b, currency=cur, draws=DRAWS),
+                                                           today=today)[0] for b in billings}
         except FxError as e:
             skipped.append(f"{cur}: {e}")
             continue
