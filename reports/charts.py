@@ -16,9 +16,28 @@ from typing import Any
 
 import altair as alt
 
-from reports.theme import BAD, CHART_WIDTH, MUTED, SMALL_HEIGHT, SMALL_WIDTH, VEGA_CONFIG
+from reports.theme import BAD, CHART_WIDTH, GOOD, MUTED, SMALL_HEIGHT, SMALL_WIDTH, TERM_COLORS, VEGA_CONFIG
 
 Rows = list[dict[str, Any]]
+PAD = 0.1  # a y-axis spans at least +-10% of its values' middle: a constant series sits mid-chart, not on one tick
+
+
+def key(text: str) -> str:
+    """A file-safe chart id part."""
+    return "".join(c if c.isalnum() else "-" for c in str(text).lower()).strip("-") or "x"
+
+
+def padded(values, frac: float = PAD, zero: bool = False) -> alt.Scale:
+    """A linear scale over `values` padded so that a flat or nearly flat series gets a readable axis
+    (a constant 3.496 is drawn between 3.1 and 3.9 with several ticks, not on one tick labelled "3")."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return alt.Scale(zero=zero)
+    lo, hi = min(vals), max(vals)
+    mid = (lo + hi) / 2
+    half = max((hi - lo) / 2 * (1 + 2 * frac), abs(mid) * frac) or 1.0
+    low = 0.0 if zero or (mid - half < 0 <= lo) else mid - half
+    return alt.Scale(domain=[low, mid + half], zero=False, nice=True)
 
 
 def _clean(rows: Rows, keep: tuple[str, ...]) -> Rows:
@@ -61,6 +80,18 @@ def color(colors: dict[str, str], legend: bool = True, shown: list[str] | None =
                      legend=alt.Legend(orient="bottom", columns=4, **kw) if legend else None)
 
 
+def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
+    """A tooltip line with a reader's name and unit; `fmt` is a d3 format (one per kind of figure)."""
+    return alt.Tooltip(field, title=title, **({"format": fmt} if fmt else {}))
+
+
+# one d3 format per kind of figure, as reports.html shows it: 4 significant figures, thousands grouped,
+# signed percentages with one decimal, log points with one decimal
+NUM, THOUSANDS, PCT, SHARE, POINTS = ",.4~r", ",.0f", "+.1%", ".1%", "+.1f"
+TARGET_TIP = alt.Tooltip("target:N", title="target")
+PERIOD_TIP = alt.Tooltip("period_end:T", title="window ending", format="%Y-%m-%d")
+
+
 def cost_bars(cost: Rows, currency: str, colors: dict[str, str]) -> dict:
     """Effective cost per 1M tokens per target, one row of bars per preset (each its own scale), with
     the 90% interval as whiskers; the baseline's bar is outlined."""
@@ -70,9 +101,9 @@ def cost_bars(cost: Rows, currency: str, colors: dict[str, str]) -> dict:
     bars = alt.Chart().mark_bar(height={"band": 0.7}).encode(
         y=y, x=alt.X("cost_per_mtok:Q", title=f"effective cost per 1M tokens ({currency})"), color=color(colors),
         stroke=alt.condition("datum.is_baseline", alt.value("#111827"), alt.value(None)),
-        tooltip=["target:N", "preset:N", alt.Tooltip("cost_per_mtok:Q", format=".4~g"),
-                 alt.Tooltip("cost_lo:Q", title="90% low", format=".4~g"),
-                 alt.Tooltip("cost_hi:Q", title="90% high", format=".4~g")])
+        tooltip=[TARGET_TIP, tip("preset:N", "preset"),
+                 tip("cost_per_mtok:Q", f"cost per 1M tokens ({currency})", NUM),
+                 tip("cost_lo:Q", "90% interval, low", NUM), tip("cost_hi:Q", "90% interval, high", NUM)])
     whisk = alt.Chart().mark_rule(color="#111827").encode(y=y, x="cost_lo:Q", x2="cost_hi:Q")
     layered = alt.layer(bars, whisk).properties(width=CHART_WIDTH - 160, height=alt.Step(22))
     chart = alt.FacetChart(data=_data(rows, keep), spec=layered, columns=1,
@@ -81,14 +112,67 @@ def cost_bars(cost: Rows, currency: str, colors: dict[str, str]) -> dict:
     return _spec(chart.resolve_scale(x="independent", y="independent"))
 
 
+def _levels(costs: list[float], n: int = 4) -> list[float]:
+    """The lines of equal cost to draw: each target's own cost (up to `n`, cheapest first), else round
+    1-2-5 steps around them."""
+    if len(set(costs)) <= n:
+        return sorted(set(costs))
+    lo, hi = min(costs), max(costs)
+    out = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+           for m in (1, 2, 5) if lo <= m * 10.0 ** e <= hi]
+    while len(out) > n:
+        out = out[::2]
+    return out or [lo, hi]
+
+
+def price_throughput(rows: Rows, preset: str, currency: str, colors: dict[str, str]) -> dict:
+    """Each target at (tokens/s after reruns X/R, price per instance-hour P), log-log, with lines of
+    equal cost per 1M tokens C = P / (3600 X/R) 1e6: a point on a line costs that much."""
+    pts = [dict(r, net=r["tokens_per_s"] / r["R"]) for r in rows if r.get("cost_per_mtok") is not None]
+    xs, ys = [r["net"] for r in pts], [r["price_per_hour"] for r in pts]
+    x0, x1 = min(xs) / 1.6, max(xs) * 1.6
+    y0, y1 = min(ys) / 1.6, max(ys) * 1.6
+    lines, labels = [], []
+    for c in _levels([r["cost_per_mtok"] for r in pts]):
+        a, b = max(x0, y0 * 1e6 / (3600 * c)), min(x1, y1 * 1e6 / (3600 * c))  # the part inside the box
+        if a >= b:
+            continue
+        lines += [{"level": c, "x": x, "y": c * 3600 * x / 1e6} for x in (a, b)]
+        labels.append({"level": c, "x": b, "y": c * 3600 * b / 1e6, "text": f"{float(f'{c:.3g}'):g} {currency}/1M"})
+    xs_ = alt.Scale(type="log", domain=[x0, x1], nice=False)
+    ys_ = alt.Scale(type="log", domain=[y0, y1], nice=False)
+    x_title, y_title = "tokens/s after reruns (X ÷ R)", f"price per instance-hour ({currency})"
+    x_axis = alt.Axis(format="~s", tickCount=4, labelOverlap="greedy")
+    y_axis = alt.Axis(format=",.3~r", tickCount=4, labelOverlap="greedy")
+    iso = alt.Chart(alt.Data(values=lines)).mark_line(color=MUTED, strokeDash=[3, 3], strokeWidth=1, clip=True).encode(
+        x=alt.X("x:Q", scale=xs_, title=x_title, axis=x_axis), y=alt.Y("y:Q", scale=ys_, title=y_title, axis=y_axis),
+        detail="level:N")
+    text = alt.Chart(alt.Data(values=labels)).mark_text(align="right", baseline="bottom", dx=-2, dy=-2, fontSize=10,
+                                                        color=MUTED).encode(
+        x=alt.X("x:Q", scale=xs_), y=alt.Y("y:Q", scale=ys_), text="text:N")
+    dots = alt.Chart(_data(pts, ("target", "price_per_hour", "tokens_per_s", "R", "net", "cost_per_mtok", "runs"))
+                     ).mark_point(filled=True, size=90, opacity=1).encode(
+        x=alt.X("net:Q", scale=xs_, title=x_title, axis=x_axis),
+        y=alt.Y("price_per_hour:Q", scale=ys_, title=y_title, axis=y_axis), color=color(colors, legend=False),
+        tooltip=[TARGET_TIP, tip("cost_per_mtok:Q", f"cost per 1M tokens ({currency})", NUM),
+                 tip("price_per_hour:Q", f"price per instance-hour ({currency})", NUM),
+                 tip("tokens_per_s:Q", "tokens/s, measured median", THOUSANDS), tip("R:Q", "rerun factor R", NUM),
+                 tip("net:Q", "tokens/s after reruns", THOUSANDS), tip("runs:Q", "runs")])
+    names = alt.Chart(_data(pts, ("target", "net", "price_per_hour"))).mark_text(
+        align="left", dx=7, fontSize=11, color="#1f2933").encode(
+        x=alt.X("net:Q", scale=xs_), y=alt.Y("price_per_hour:Q", scale=ys_), text="target:N")
+    return _spec(alt.layer(iso, text, dots, names).properties(
+        width=SMALL_WIDTH, height=SMALL_HEIGHT + 40, title=alt.Title(preset, subtitle="lower right is cheaper; grey: equal cost per 1M tokens")))
+
+
 def throughput_lines(rows: Rows, preset: str, colors: dict[str, str]) -> dict:
     """Tokens/s per period for one preset (the cost model's X: median over the period's runs)."""
     chart = alt.Chart(_data(rows, ("period_end", "target", "tokens_per_s", "runs"))).mark_line(point=True).encode(
         x=alt.X("period_end:T", title="window ending", axis=alt.Axis(format="%b %d", labelAngle=0)),
-        y=alt.Y("tokens_per_s:Q", title="tokens/s (median over the window)", scale=alt.Scale(zero=False)),
+        y=alt.Y("tokens_per_s:Q", title="tokens/s (median over the window)",
+                scale=padded([r.get("tokens_per_s") for r in rows])),
         color=color(colors, shown=sorted({r["target"] for r in rows})),
-        tooltip=["target:N", alt.Tooltip("period_end:T", title="window ending"), alt.Tooltip("tokens_per_s:Q", format=",.0f"),
-                 "runs:Q"])
+        tooltip=[TARGET_TIP, PERIOD_TIP, tip("tokens_per_s:Q", "tokens/s (median)", THOUSANDS), tip("runs:Q", "runs")])
     return _spec(chart.properties(width=SMALL_WIDTH, height=SMALL_HEIGHT, title=preset))
 
 
@@ -97,10 +181,33 @@ def price_steps(rows: Rows, currency: str, colors: dict[str, str]) -> dict:
     chart = alt.Chart(_data(rows, ("period_end", "target", "price_per_hour"))).mark_line(interpolate="step-before",
                                                                                         point=True).encode(
         x=alt.X("period_end:T", title="window ending", axis=alt.Axis(format="%b %d", labelAngle=0)),
-        y=alt.Y("price_per_hour:Q", title=f"price per instance-hour ({currency})", scale=alt.Scale(zero=False)),
+        y=alt.Y("price_per_hour:Q", title=f"price per instance-hour ({currency})",
+                scale=padded([r.get("price_per_hour") for r in rows]), axis=alt.Axis(format=",.3~r")),
         color=color(colors, legend=False),
-        tooltip=["target:N", alt.Tooltip("period_end:T", title="window ending"), alt.Tooltip("price_per_hour:Q", format=".4~g")])
+        tooltip=[TARGET_TIP, PERIOD_TIP, tip("price_per_hour:Q", f"price per instance-hour ({currency})", NUM)])
     return _spec(chart.properties(width=SMALL_WIDTH, height=SMALL_HEIGHT - 40, title="price used"))
+
+
+def term_waterfall(steps: Rows, title: str) -> dict:
+    """What moved ln(C_A/C_B) between two windows: the three terms (in log points, each in its term colour
+    from reports.theme.TERM_COLORS, the one palette for them) stacked from 0, then the net change in grey."""
+    rows, running = [], 0.0
+    for i, s in enumerate(steps):
+        total = bool(s.get("total"))
+        start = 0.0 if total else running
+        end = s["value"] if total else running + s["value"]
+        running = end
+        rows.append({"order": i, "label": s["label"], "start": start, "end": end, "value": s["value"]})
+    domain = [*TERM_COLORS, "net change"]
+    base = alt.Chart(_data(rows, ("order", "label", "start", "end", "value")))
+    x = alt.X("label:N", sort=[r["label"] for r in rows], title=None, axis=alt.Axis(labelAngle=0))
+    bars = base.mark_bar(size=46).encode(
+        x=x, y=alt.Y("start:Q", title="log points (≈ % of the cost ratio)"), y2="end:Q",
+        color=alt.Color("label:N", scale=alt.Scale(domain=domain, range=[*TERM_COLORS.values(), "#64748b"]), legend=None),
+        tooltip=[tip("label:N", "term"), tip("value:Q", "log points", POINTS)])
+    text = base.mark_text(dy=-8, fontSize=12).encode(x=x, y="end:Q", text=alt.Text("value:Q", format=POINTS))
+    zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color=MUTED).encode(y="y:Q")
+    return _spec(alt.layer(bars, text, zero).properties(width=420, height=220, title=title))
 
 
 def efficiency_bars(eff: Rows, colors: dict[str, str]) -> dict:
@@ -113,8 +220,9 @@ def efficiency_bars(eff: Rows, colors: dict[str, str]) -> dict:
         yOffset="target:N",
         x=alt.X("efficiency:Q", title="achieved ÷ peak", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1.1])),
         color=color(colors),
-        tooltip=["target:N", "figure:N", alt.Tooltip("efficiency:Q", format=".1%"), alt.Tooltip("value:Q", format=",.1f"),
-                 alt.Tooltip("peak:Q", format=",.1f"), "unit:N", alt.Tooltip("n:Q", title="runs")],
+        tooltip=[TARGET_TIP, tip("figure:N", "figure"), tip("efficiency:Q", "achieved ÷ peak", SHARE),
+                 tip("value:Q", "achieved (median)", NUM), tip("peak:Q", "datasheet peak", NUM), tip("unit:N", "unit"),
+                 tip("n:Q", "runs")],
     )
     one = alt.Chart(alt.Data(values=[{"x": 1.0}])).mark_rule(color=MUTED, strokeDash=[4, 3]).encode(x="x:Q")
     n_targets = len({r["target"] for r in rows}) or 1
@@ -126,10 +234,15 @@ def telemetry_lines(tel: Rows, colors: dict[str, str]) -> dict:
     """Median power and SM clock per target and week (from NVML samples reduced in DuckDB)."""
     data = _data(tel, ("target", "week", "power_w_median", "sm_clock_mhz_median", "temp_c_max", "samples"))
     common = dict(x=alt.X("week:T", title="week"), color=color(colors))
-    tip = ["target:N", "week:T", "power_w_median:Q", "sm_clock_mhz_median:Q", "temp_c_max:Q", "samples:Q"]
-    power = alt.Chart(data).mark_line(point=True).encode(y=alt.Y("power_w_median:Q", title="median power (W)"), tooltip=tip, **common)
+    tips = [TARGET_TIP, tip("week:T", "week of", "%Y-%m-%d"), tip("power_w_median:Q", "median power (W)", THOUSANDS),
+            tip("sm_clock_mhz_median:Q", "median SM clock (MHz)", THOUSANDS), tip("temp_c_max:Q", "hottest (°C)", THOUSANDS),
+            tip("samples:Q", "NVML samples", THOUSANDS)]
+    power = alt.Chart(data).mark_line(point=True).encode(
+        y=alt.Y("power_w_median:Q", title="median power (W)", scale=padded([r.get("power_w_median") for r in tel])),
+        tooltip=tips, **common)
     clock = alt.Chart(data).mark_line(point=True).encode(
-        y=alt.Y("sm_clock_mhz_median:Q", title="median SM clock (MHz)", scale=alt.Scale(zero=False)), tooltip=tip, **common)
+        y=alt.Y("sm_clock_mhz_median:Q", title="median SM clock (MHz)",
+                scale=padded([r.get("sm_clock_mhz_median") for r in tel])), tooltip=tips, **common)
     return _spec(alt.vconcat(power.properties(width=CHART_WIDTH, height=160), clock.properties(width=CHART_WIDTH, height=160)))
 
 
@@ -139,7 +252,8 @@ def failure_kind_bars(kinds: Rows, colors: dict[str, str]) -> dict:
         y=alt.Y("error_kind:N", title=None), yOffset="target:N",
         x=alt.X("rate:Q", title="share of the target's fine-tune attempts", axis=alt.Axis(format="%")),
         color=color(colors),
-        tooltip=["target:N", "error_kind:N", alt.Tooltip("rate:Q", format=".1%"), "failures:Q", "attempts:Q"])
+        tooltip=[TARGET_TIP, tip("error_kind:N", "failure kind"), tip("rate:Q", "share of attempts", SHARE),
+                 tip("failures:Q", "failed attempts"), tip("attempts:Q", "fine-tune attempts")])
     return _spec(chart.properties(width=CHART_WIDTH - 120, height=max(60, 18 * len(kinds))))
 
 
@@ -147,6 +261,6 @@ def validation_bars(daily: Rows) -> dict:
     rows = [{"day": r["day"], "result": k, "n": r[k]} for r in daily for k in ("passed", "failed")]
     chart = alt.Chart(_data(rows, ("day", "result", "n"))).mark_bar().encode(
         x=alt.X("day:T", title=None), y=alt.Y("sum(n):Q", title="expectations evaluated"),
-        color=alt.Color("result:N", scale=alt.Scale(domain=["passed", "failed"], range=["#10b981", BAD])),
-        tooltip=["day:T", "result:N", alt.Tooltip("sum(n):Q", title="count")])
+        color=alt.Color("result:N", scale=alt.Scale(domain=["passed", "failed"], range=[GOOD, BAD])),
+        tooltip=[tip("day:T", "day", "%Y-%m-%d"), tip("result:N", "result"), tip("sum(n):Q", "expectations")])
     return _spec(chart.properties(width=CHART_WIDTH, height=200))

@@ -25,6 +25,7 @@ from tasks.cost.derived import tier_recommendations
 from tasks.cost.grid import compare_span
 from tasks.cost.run_points import run_gaps
 from tasks.cost.inputs import Span
+from reports.reader import reader_inputs
 from reports.theme import target_colors
 from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
 from tasks.cost.table import cheapest_first, costs, gap_history, leaders
@@ -108,6 +109,8 @@ class ReportData:
     recent_changes: Section = field(default_factory=Section)
     # the gap per run and day against the baseline (tasks.cost.run_points), drawn behind the window line
     run_points: Rows = field(default_factory=list)
+    # the picker's inputs per (currency, billing mode): reports.reader, what `costgap targets` reads
+    reader: dict = field(default_factory=dict)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
@@ -277,4 +280,6 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         currency=cfg.currency,
         recent_changes=recent_changes(con, cfg, today),
         run_points=points,
+        reader=(reader_inputs(con, span, today, cfg.currency, cfg.billing, {(cfg.currency, cfg.billing): cost.rows})
+                if span else {}),
     )

@@ -54,6 +54,23 @@ def pct(value: float | None, digits: int = 1) -> str:
     return MISSING if missing(value) else f"{value * 100:+.{digits}f}%"
 
 
+ARROW = "→"  # the one arrow between a before and an after, on every page
+
+
+def p_text(failed: int, attempts: int) -> str:
+    """The failed-attempt rate as shown everywhere: '8.3% (1/12)' (assets/picker.js mirrors it)."""
+    if not attempts:
+        return "none recorded"
+    return f"{failed / attempts * 100:.1f}% ({failed}/{attempts})"
+
+
+def interval_text(lo: float | None, hi: float | None, as_pct: bool = False) -> str:
+    """The one format of a 90% interval: '90% 0.0150 to 0.0178' or '90% +5.4% to +47.2%'."""
+    if missing(lo) or missing(hi):
+        return MISSING
+    return f"90% {pct(lo)} to {pct(hi)}" if as_pct else f"90% {sig(lo)} to {sig(hi)}"
+
+
 def fmt(value: Any, digits: int = SIG) -> str:
     """A readable, escaped rendering of one cell value (MISSING for a missing one)."""
     if missing(value):

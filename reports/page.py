@@ -25,6 +25,8 @@ NAV = [("index.html", "Overview"), ("over-time.html", "Gap over time"), ("why.ht
        ("candidates.html", "Candidates")]
 ASSET_JS = "assets/vega.js"
 TABLES_JS = "assets/tables.js"
+PICKER_JS = "assets/picker.js"
+SCRIPTS = {TABLES_JS: "tables.js", PICKER_JS: "picker.js"}  # site path -> file in the reports package
 _EMBED = """
 (function(){var specs=JSON.parse(document.getElementById('chart-specs').textContent);
 Object.keys(specs).forEach(function(id){var el=document.getElementById('c-'+id);
@@ -52,9 +54,10 @@ class Page:
     parts: list[str] = field(default_factory=list)
     charts: dict[str, dict] = field(default_factory=dict)
     data: dict[str, list[dict]] = field(default_factory=dict)  # CSV name -> rows (data/<name>.csv)
+    scripts: list[str] = field(default_factory=list)  # more local scripts the page loads (keys of SCRIPTS)
 
-    def h2(self, text: str) -> None:
-        self.parts.append(f"<h2>{esc(text)}</h2>")
+    def h2(self, text: str, anchor: str | None = None) -> None:
+        self.parts.append(f'<h2 id="{esc(anchor)}">{esc(text)}</h2>' if anchor else f"<h2>{esc(text)}</h2>")
 
     def card(self, html: str) -> None:
         self.parts.append(f'<section class="card">{html}</section>')
@@ -89,6 +92,7 @@ def render(page: Page, data: ReportData) -> str:
     scripts = (f'<script src="{ASSET_JS}"></script><script type="application/json" id="chart-specs">{specs}</script>'
                f"<script>{_EMBED}</script>") if page.charts else ""
     scripts += f'<script src="{TABLES_JS}"></script>' if page.data else ""
+    scripts += "".join(f'<script src="{src}"></script>' for src in page.scripts)
     return (
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -120,6 +124,11 @@ def _section(sec: Section, html: Callable[[], str], what: str, none: str | None 
     if not sec.rows:
         return empty(none or f"no data yet: no {what} in this warehouse")
     return html()
+
+
+def gpu_count(data: ReportData, target: Any) -> int | None:
+    """A target's GPU count, from one place on every page: the targets table (report_targets.sql); 0 = CPU only."""
+    return next((t.get("gpu_count") for t in data.targets if t["target"] == target), None)
 
 
 def _target_link(t: Any) -> Raw:

@@ -8,10 +8,11 @@ its unit; every table is sortable, filterable and downloadable as CSV (full prec
 
 from __future__ import annotations
 
-from reports import charts, charts_gap, story
+from reports import charts, story
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, esc, fmt, sig
-from reports.page import Page, _section, _target_link, changes_table, pct_cell
+from reports.html import Raw, badge, empty, esc, fmt, interval_text, p_text, pct, sig
+from reports.page import PICKER_JS, Page, _section, _target_link, changes_table, gpu_count, pct_cell
+from reports.pages_answer import answer, glossary, picker, price_throughput
 from reports.pages_detail import hardware, quality, reliability
 from reports.pages_target import target_pages
 from reports.pages_time import over_time
@@ -23,7 +24,7 @@ COST_CSV = COLUMNS + ["gap", "gap_lo", "gap_hi", "is_baseline", "p_lo", "p_hi"]
 def _cost_cell(r: dict) -> Raw | None:
     if r.get("cost_per_mtok") is None:
         return badge("no price", "warn") if r.get("price_per_hour") is None else badge("every attempt failed", "bad")
-    return Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">90% {sig(r['cost_lo'])}–{sig(r['cost_hi'])}</span>",
+    return Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">{esc(interval_text(r['cost_lo'], r['cost_hi']))}</span>",
                sort=r["cost_per_mtok"])
 
 
@@ -32,12 +33,8 @@ def _gap_cell(r: dict, base_presets: set) -> Raw | None:
         return badge("baseline", "good")
     if r.get("gap") is None:
         return Raw('<span class="empty">no shared preset</span>', sort=None) if r["preset"] not in base_presets else None
-    return Raw(f"{esc(story.describe_gap(r['gap']))}<span class=\"sub\">90% {esc(fmt_pct(r['gap_lo']))} to "
-               f"{esc(fmt_pct(r['gap_hi']))}</span>", sort=r["gap"])
-
-
-def fmt_pct(v: float) -> str:
-    return f"{v * 100:+.1f}%"
+    return Raw(f"{esc(pct(r['gap']))}<span class=\"sub\">{esc(interval_text(r['gap_lo'], r['gap_hi'], as_pct=True))}"
+               "</span>", sort=r["gap"])
 
 
 def _price_cell(r: dict) -> Raw | None:
@@ -59,40 +56,54 @@ def overview(data: ReportData) -> Page:
                        f"(the newest run); each run at its price as of the run. Today's prices read "
                        f"{fmt(data.today)} UTC.</p>")
     p.h2("The answer, per preset")
-    p.card(_section(data.leaders, lambda: "".join(f'<p class="headline">{story.headline(r, data.window)}</p>'
-                                                  for r in data.leaders.rows), "priced runs"))
+    presets = sorted({r["preset"] for r in data.cost.rows})
+    p.card(_section(data.leaders, lambda: answer(p, data) + glossary(presets), "priced runs"))
+    p.h2("Your workload: cost and time", anchor="your-workload")
+    if data.reader.get("inputs"):
+        p.scripts.append(PICKER_JS)
+        p.card(picker(p, data))
+    else:
+        p.card(empty("no data yet: no fine-tune runs in the window to cost"))
+    p.h2("Price against throughput")
+    p.card(_section(data.cost, lambda: price_throughput(p, data), "priced runs"))
     p.h2("Recent changes")
     p.card(_recent(p, data.recent_changes))
     base_presets = {r["preset"] for r in data.cost.rows if r.get("is_baseline")}
 
     def costs() -> str:
-        rows = [{"target": _target_link(r["target"]), "preset": r["preset"], "cost": _cost_cell(r),
-                 "gap": _gap_cell(r, base_presets), "price_now": _price_cell(r),
-                 "cost_now": r.get("cost_now_per_mtok"),
-                 "p": Raw(f"{100 * r['p']:.1f}%<span class=\"sub\">{r['failed_attempts']}/{r['attempts']} failed; "
-                          f"R {fmt(r.get('R'))}</span>", sort=r["p"]),
-                 "x": Raw(f"{fmt(r.get('tokens_per_s'))}<span class=\"sub\">{r['runs']} runs</span>",
-                          sort=r.get("tokens_per_s")),
-                 "_base": r.get("is_baseline")}
-                for r in data.cost.rows]
-        cols = [("target", "Target"), ("preset", "Preset"), ("cost", f"Cost / 1M tokens ({cur}, window)"),
+        cols = [("target", "Target"), ("cost", f"Cost / 1M tokens ({cur}, window)"),
                 ("gap", f"vs {data.baseline}"), ("price_now", f"Price today ({cur}/h)"),
                 ("cost_now", f"Cost at today's price ({cur})"), ("p", "Failed attempts p"), ("x", "Tokens/s")]
-        out = p.table("overview-costs", cols, rows, numeric=("cost", "gap", "price_now", "cost_now", "p", "x"),
-                      row_class=lambda r: "base" if r.get("_base") else "",
-                      csv=[{k: r.get(k) for k in COST_CSV} for r in data.cost.rows])
+        out = [f'<p class="exports">One table per preset: cost per token is workload-specific. All presets: '
+               f'<a href="data/overview-costs.csv" download>CSV</a></p>']
+        p.data["overview-costs"] = [{k: r.get(k) for k in COST_CSV} for r in data.cost.rows]
+        for preset in presets:
+            mine = [r for r in data.cost.rows if r["preset"] == preset]
+            rows = [{"target": _target_link(r["target"]), "cost": _cost_cell(r),
+                     "gap": _gap_cell(r, base_presets), "price_now": _price_cell(r),
+                     "cost_now": r.get("cost_now_per_mtok"),
+                     "p": Raw(f"{esc(p_text(r['failed_attempts'], r['attempts']))}<span class=\"sub\">"
+                              f"R {fmt(r.get('R'))}</span>", sort=r["p"]),
+                     "x": Raw(f"{fmt(r.get('tokens_per_s'))}<span class=\"sub\">{r['runs']} runs</span>",
+                              sort=r.get("tokens_per_s")),
+                     "_base": r.get("is_baseline")} for r in mine]
+            out.append(f"<h3>{esc(preset)}</h3>" + p.table(
+                f"overview-costs-{charts.key(preset)}", cols, rows,
+                numeric=("cost", "gap", "price_now", "cost_now", "p", "x"),
+                row_class=lambda r: "base" if r.get("_base") else "",
+                csv=[{k: r.get(k) for k in COST_CSV} for r in mine]))
         priced = [r for r in data.cost.rows if r.get("cost_per_mtok") is not None]
         if priced:
-            out += p.chart("overview-cost", lambda: charts.cost_bars(priced, cur, data.colors),
-                           "Cost per 1M tokens per preset; whiskers: 90% interval; outlined: the baseline.",
-                           rows=[{k: r.get(k) for k in ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi")}
-                                 for r in priced])
-        return out
+            out.append(p.chart("overview-cost", lambda: charts.cost_bars(priced, cur, data.colors),
+                               "Cost per 1M tokens per preset; whiskers: 90% interval; outlined: the baseline.",
+                               rows=[{k: r.get(k) for k in ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi")}
+                                     for r in priced]))
+        return "".join(out)
 
-    p.h2(f"Cost per 1M tokens, gap to {data.baseline or 'the baseline'}")
+    p.h2(f"Cost per 1M tokens by preset, gap to {data.baseline or 'the baseline'}")
     p.card(_section(data.cost, costs, "priced runs"))
     p.h2("Recommendation by model-size tier")
-    p.card(_section(data.tiers, lambda: _tiers(p, data.tiers.rows, cur), "tier recommendations"))
+    p.card(_section(data.tiers, lambda: _tiers(p, data, cur), "tier recommendations"))
     p.h2("Throughput shifts found (change-point test)")
     p.card(_section(data.changes, lambda: changes_table(p, "overview-shifts", data.changes.rows),
                     "significant change-point findings"))
@@ -127,27 +138,44 @@ def _recent(p: Page, sec: Section) -> str:
                                 for r in sec.rows])
 
 
-def _tiers(p: Page, rows: Rows, cur: str) -> str:
+def _basis(r: dict, params: dict) -> Raw | None:
+    """'measured' only where the tier's size is the size measured; 'scaled from <preset>' where the figure came
+    from another model size (tasks.cost.derived scales tokens/s by FLOPs per token); 'assumed' beside either
+    where an input (MFU, scaling efficiency) was not measured."""
+    if r.get("cost_per_mtok") is None:
+        return None
+    measured = params.get((r["target"], r["preset"]))
+    scaled = measured is None or abs(measured - r["tier_params"]) > 0.005 * r["tier_params"]
+    parts = [badge(f"scaled from {r['preset']}", "warn") if scaled else badge("measured", "good")]
+    if r.get("assumed"):
+        parts.append(badge("assumed", "warn"))
+    return Raw(" ".join(parts), sort=("scaled" if scaled else "measured") + (" assumed" if r.get("assumed") else ""))
+
+
+def _tiers(p: Page, data: ReportData, cur: str) -> str:
     """Per model-size tier: the cheapest target that fits (highlighted), then the others, with why."""
+    params = {(r["target"], r["preset"]): r.get("params_total") for r in data.cost.rows}
     shown = []
-    for r in rows:
+    for r in data.tiers.rows:
         tier = Raw(f"{esc(r.get('tier'))} " + (str(badge("recommended", "good")) if r.get("recommended") else ""),
                    sort=r.get("tier"))
         stale = f" {badge('stale price', 'warn')}" if r.get("price_stale") else ""
         shown.append(dict(
             r, tier=tier, target=_target_link(r["target"]) if r.get("target") else None,
+            gpus=gpu_count(data, r.get("target")),
             cost_per_mtok=(Raw(f"{sig(r['cost_per_mtok'])}{stale}", sort=r["cost_per_mtok"])
                            if r.get("cost_per_mtok") is not None else None),
             fits=(badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False
                   else badge("not assessed", "warn")),
-            assumed=badge("assumed", "warn") if r.get("assumed") else "measured", _rec=r.get("recommended")))
-    return ('<p>Cost per 1M tokens at each tier\'s representative model size, from the measured throughput and MFU; '
-            '"assumed" marks figures that were scaled rather than measured.</p>' + p.table(
+            basis=_basis(r, params), _rec=r.get("recommended")))
+    return ('<p>Cost per 1M tokens at each tier\'s representative model size. "Measured" only where that size was '
+            'run; "scaled from" a preset where tokens/s was scaled from a smaller model by FLOPs per token at the '
+            'measured MFU; "assumed" where an input (MFU, multi-GPU scaling) was not measured.</p>' + p.table(
                 "tiers", [("tier", "Tier"), ("target", "Target"), ("preset", "Measured on"), ("mode", "Mode"),
                           ("gpus", "GPUs"), ("cost_per_mtok", f"Cost / 1M tokens ({cur})"), ("fits", "Memory"),
-                          ("assumed", "Basis"), ("reason", "Why")],
+                          ("basis", "Basis"), ("reason", "Why")],
                 shown, numeric=("gpus", "cost_per_mtok"), row_class=lambda r: "base" if r.get("_rec") else "",
-                csv=rows))
+                csv=[dict(r, gpus=gpu_count(data, r.get("target"))) for r in data.tiers.rows]))
 
 
 def why(data: ReportData) -> Page:
@@ -166,7 +194,7 @@ def why(data: ReportData) -> Page:
                                           data.failure_kinds.rows)
             steps = [{"label": k, "value": 100 * res["delta"][k]} for k in ("price", "throughput", "reliability")]
             steps.append({"label": "net change", "value": sum(s["value"] for s in steps), "total": True})
-            chart = p.chart(f"why-{i}", lambda s=steps, t=f"{a} vs {b} · {item['preset']}": charts_gap.waterfall(s, t),
+            chart = p.chart(f"why-{i}", lambda s=steps, t=f"{a} vs {b} · {item['preset']}": charts.term_waterfall(s, t),
                             "What moved ln(C_A/C_B) between the windows.", rows=steps)
             figures = [{"side": f"{t} · window {w}", "P": item["windows"][f"{side}{w}"]["price_per_hour"],
                         "X": item["windows"][f"{side}{w}"]["tokens_per_s"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Section
-from reports.html import Raw, badge, esc
+from reports.html import Raw, badge, esc, p_text
 from reports.page import Page, _section, _target_link
 
 METRIC_NAMES = {  # probe metric ids -> what a person reads
@@ -89,14 +89,18 @@ def reliability(data: ReportData) -> Page:
         rows = []
         for r in data.cost.rows:
             adds = r["cost_per_mtok"] * (1 - 1 / r["R"]) if r.get("cost_per_mtok") is not None and r.get("R") else None
-            rows.append({"target": _target_link(r["target"]), "preset": r["preset"], "p": r["p"],
-                         "kn": Raw(f"{r['failed_attempts']}/{r['attempts']}", sort=r["failed_attempts"]),
-                         "p_lo": r["p_lo"], "p_hi": r["p_hi"], "R": r["R"], "adds": adds, "cost": r["cost_per_mtok"]})
+            interval = (Raw(esc(f"90% {r['p_lo']:.1%} to {r['p_hi']:.1%}"), sort=r["p_lo"])
+                        if r.get("p_lo") is not None else None)
+            rows.append({"target": _target_link(r["target"]), "preset": r["preset"],
+                         "p": Raw(esc(p_text(r["failed_attempts"], r["attempts"])), sort=r["p"]),
+                         "ci": interval, "R": r["R"], "adds": adds, "cost": r["cost_per_mtok"]})
         return p.table("reliability-window", [
-            ("target", "Target"), ("preset", "Preset"), ("p", "p"), ("kn", "Failed / attempts"), ("p_lo", "p, 90% low"),
-            ("p_hi", "p, 90% high"), ("R", "Rerun factor R"), ("adds", f"Reruns add ({cur} / 1M tokens)"),
+            ("target", "Target"), ("preset", "Preset"), ("p", "p (failed / attempts)"), ("ci", "p, 90% interval"),
+            ("R", "Rerun factor R"), ("adds", f"Reruns add ({cur} / 1M tokens)"),
             ("cost", f"Cost / 1M tokens ({cur})")], rows,
-            numeric=("p", "kn", "p_lo", "p_hi", "R", "adds", "cost"))
+            numeric=("p", "ci", "R", "adds", "cost"),
+            csv=[{k: r.get(k) for k in ("target", "preset", "p", "failed_attempts", "attempts", "p_lo", "p_hi", "R",
+                                        "cost_per_mtok")} for r in data.cost.rows])
     p.card(_section(data.cost, now, "fine-tune runs in the window"))
     p.h2("p per week, per preset")
     hist = [r for r in data.history.rows if r["attempts"]]

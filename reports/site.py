@@ -32,7 +32,7 @@ import fsspec
 import vl_convert as vlc
 
 from reports.data import ReportData
-from reports.page import ASSET_JS, TABLES_JS, render
+from reports.page import ASSET_JS, SCRIPTS, TABLES_JS, render
 from reports.pages import all_pages
 from reports.pages_candidates import candidates_page
 
@@ -152,9 +152,12 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
     (out / "data").mkdir(parents=True, exist_ok=True)
     js = vega_bundle()
     (out / ASSET_JS).write_text(js, encoding="utf-8")
-    tables_js = resources.files("reports").joinpath("tables.js").read_text(encoding="utf-8")
-    (out / TABLES_JS).write_text(tables_js, encoding="utf-8")
-    js_bytes, tables_bytes = len(js.encode("utf-8")), len(tables_js.encode("utf-8"))
+    script_bytes = {}
+    for src, name in SCRIPTS.items():
+        text = resources.files("reports").joinpath(name).read_text(encoding="utf-8")
+        (out / src).write_text(text, encoding="utf-8")
+        script_bytes[src] = len(text.encode("utf-8"))
+    js_bytes, tables_bytes = len(js.encode("utf-8")), script_bytes[TABLES_JS]
     pages, specs, written = [], {}, {}
     for page in [*all_pages(data), candidates_page(data)]:
         html = render(page, data)
@@ -164,7 +167,8 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
                 raise RuntimeError(f"data/{name}.csv is written by both {written[name]} and {page.filename}")
             written[name] = page.filename
             write_csv(out / "data" / f"{name}.csv", rows)
-        weight = len(html.encode("utf-8")) + (js_bytes if page.charts else 0) + (tables_bytes if page.data else 0)
+        weight = (len(html.encode("utf-8")) + (js_bytes if page.charts else 0) + (tables_bytes if page.data else 0)
+                  + sum(script_bytes[src] for src in page.scripts))
         pages.append({"file": page.filename, "title": page.title, "charts": len(page.charts), "bytes": weight,
                       "data": sorted(page.data)})
         specs.update(page.charts)

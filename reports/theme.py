@@ -16,14 +16,19 @@ ACCENT = "#2563eb"  # links, the baseline
 WARN = "#b45309"  # stale prices, throttled, synthetic data
 BAD = "#b91c1c"  # failures
 GOOD = "#047857"
-# Tableau-10 reordered so the first two targets contrast strongly (colour-blind safe enough for 2-6 series).
-PALETTE = ["#2563eb", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4", "#f97316", "#64748b", "#84cc16", "#ec4899"]
+# Targets: ten hues, the first two contrasting strongly, with no amber/orange, teal or magenta: those
+# three belong to the log terms below, so a term never reads as a target (tests/test_report.py checks).
+PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#7c3aed", "#0ea5e9", "#64748b", "#ec4899", "#84cc16", "#1e3a8a", "#a3a3a3"]
 CHART_WIDTH = 640  # px; fits beside nothing, readable without horizontal scroll on a laptop
 CHART_HEIGHT = 260
 SMALL_WIDTH = 360  # px; a small multiple: two side by side still fit a 900 px window... one per row below it
 SMALL_HEIGHT = 200
-# The three terms of the gap's decomposition: not target colours, so they never read as a target.
-TERM_COLORS = {"price": "#d97706", "throughput": "#0891b2", "reliability": "#9333ea"}
+# The three terms of the gap's decomposition, the one palette for them on every chart and page: hues no
+# target takes (amber, teal, magenta).
+TERM_COLORS = {"price": "#f59e0b", "throughput": "#0d9488", "reliability": "#c026d3"}
+
+# the same three hues, darkened for text on white (WCAG AA)
+TERM_TEXT = {"price": "#b45309", "throughput": "#0f766e", "reliability": "#a21caf"}
 
 
 def target_colors(targets) -> dict[str, str]:
@@ -83,6 +88,11 @@ code,.mono{{font-family:{MONO};font-size:12.5px}}
 a{{color:{ACCENT}}}
 footer{{color:{MUTED};font-size:12.5px;max-width:1260px;margin:0 auto;padding:0 28px 30px}}
 .scroll{{max-height:560px;overflow:auto}}
+form.choices{{display:flex;flex-wrap:wrap;gap:10px 18px;align-items:end;margin:8px 0}}
+form.choices label{{display:flex;flex-direction:column;font-size:12.5px;color:{MUTED};font-weight:600}}
+form.choices select,form.choices input{{font:inherit;font-size:14px;color:{INK};padding:4px 8px;border:1px solid #cbd5e1;border-radius:6px;background:#fff;font-weight:400}}
+details.glossary{{margin:12px 0 0}} details.glossary summary{{cursor:pointer;font-weight:600}}
+.term-price{{color:{TERM_TEXT["price"]}}} .term-throughput{{color:{TERM_TEXT["throughput"]}}} .term-reliability{{color:{TERM_TEXT["reliability"]}}}
 .nw,td a{{white-space:nowrap}}
 @media (max-width:1000px){{main{{padding:14px 12px 40px}} section.card{{padding:12px 10px}}
  th,td{{padding:5px 6px}} table{{font-size:12.5px}} header{{padding:12px}}}}

@@ -16,6 +16,7 @@ The report prints every provenance label on every page.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import random
 import tempfile
@@ -35,7 +36,7 @@ SYNTHETIC_NOTE = ("derived by costgap demo from a committed, measured sample bun
                   "scaled by a small jitter; every other target ran an 'older stack' (older driver, 8% slower) "
                   "early on and got more OOM reruns late; not measured")
 PRICE_NOTE = ("illustrative prices for the demo (not a quote from any provider): every other target 8% cheaper, "
-              "the others cut 15% part-way")
+              "the others cut 15% part-way; monthly at 70% of on-demand; EUR and GBP at fixed illustrative rates")
 TARGET_NOTE = "provider, region and instance type invented by costgap demo so that the price book can join"
 # Illustrative on-demand USD/h by GPU family: rough public list-price levels seen in 2025-2026, not quotes.
 ILLUSTRATIVE_USD_PER_HOUR = {"H200": 3.80, "H100": 2.99, "A100": 1.79, "L40S": 1.25, "A10": 0.75, None: 0.12}
@@ -63,6 +64,8 @@ class DemoConfig:
     late_failures_at: float = 0.8  # ... from 80% of the history on
     even_price_factor: float = 0.92  # even targets rent 8% cheaper (another provider, illustratively)
     price_cut: float = 0.85  # odd targets' price drops 15% (price term) ...
+    monthly_factor: float = 0.7  # a monthly commitment at 70% of on-demand: the picker's second billing mode
+    fx_rates: tuple = (("EUR", 0.92), ("GBP", 0.79))  # ILLUSTRATIVE units per USD: the picker's other currencies
     price_cut_at: float = 0.6  # ... at 60% of the history
     seed: int = 7  # the demo is reproducible from its name alone
 
@@ -185,6 +188,11 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
             continue
         rows.append(PriceRow(original_amount=usd, effective_from=start - timedelta(days=30), effective_to=cut, **key))
         rows.append(PriceRow(original_amount=round(usd * cfg.price_cut, 4), effective_from=cut, **key))
+    # a monthly commitment beside each on-demand price, quoted per month, so the report's billing choice has
+    # something to choose (illustrative, like the rest)
+    rows += [dataclasses.replace(r, billing_mode="monthly", original_period="month",
+                                 original_amount=round(r.original_amount * cfg.monthly_factor * 730, 2))
+             for r in list(rows)]
     for provider, region, itype, usd in ILLUSTRATIVE_CANDIDATES:
         rows.append(PriceRow(provider=provider, region=region, instance_type=itype, billing_mode="on_demand",
                              currency="USD", original_amount=usd, original_period="hour",
@@ -192,6 +200,9 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
                              source="costgap demo (illustrative; deploy/prices/examples/illustrative-cn.csv at the "
                                     "2026-10-30 FX rate)"))
     summary = import_rows(con, rows, source_kind="demo", source="costgap demo (illustrative)", fetched_at=fetched)
+    for currency, units_per_usd in cfg.fx_rates:  # dated before every run, so any window converts
+        con.execute("insert or replace into fx_rates values (?, ?, ?, 'costgap demo (illustrative rate, not a quote)')",
+                    [currency, (start - timedelta(days=31)).date(), units_per_usd])
     con.execute("insert or replace into provenance (scope, key, label, note) values ('price_import', ?, 'illustrative', ?)",
                 [summary.import_id, PRICE_NOTE])
     return len(rows)

@@ -6,6 +6,9 @@ Asserts no console errors, no attempted non-file request, that every chart slot 
 marks, that every table sorts (click a heading) and filters (type in its box), that every CSV link
 resolves to a file under data/, and that at 900 px nothing is clipped (no table or card wider than
 its box). Screenshots of every page at 1400 and 900 px go to test-artifacts/report/ (git-ignored).
+The overview's answer table equals `costgap targets --json` per preset (and `costgap gap` for the
+interval), every option of the picker equals `costgap targets|tiers --currency C --billing B --f F`
+(three currencies, two billing modes, every f), and a permalink restores its view.
 Skips only if chromium is absent (`make browser` installs it).
 """
 
@@ -13,12 +16,16 @@ from __future__ import annotations
 
 import csv
 import html
+import itertools
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from flows.report import build_site
+from reports.html import p_text, pct, sig
+from tests.report_options import add_options
 from tests.report_world import make_world
 
 CHROMIUM = os.environ.get("COSTGAP_CHROMIUM", "/usr/bin/chromium")
@@ -44,8 +51,24 @@ KEYS_JS = """([id, col]) => Array.from(document.getElementById(id).tBodies[0].ro
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("browser")
     wh = make_world(str(root / "wh.duckdb"), runs=120, telemetry=1200, target_names=["h200-sxm", EVIL, "a10-pcie", EVIL_IMG])
+    add_options(wh)  # EUR and GBP rates, monthly prices, a preset only one target ran
     index = build_site(wh, str(root / "site"), images=False)
     return Path(index).parent
+
+
+@pytest.fixture(scope="module")
+def warehouse(site: Path) -> str:
+    return str(site.parent / "wh.duckdb")
+
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
 
 
 @pytest.fixture(scope="module")
@@ -191,3 +214,108 @@ def test_evil_target_is_text_in_the_markup(site: Path):
         assert EVIL not in text, path.name
     evil_page = next(site.glob("target-script-alert-1-script-*.html")).read_text(encoding="utf-8")
     assert html.escape(EVIL) in evil_page
+
+
+ANSWER_JS = """() => Array.from(document.querySelectorAll('#t-overview-answer tbody tr')).map(r =>
+  Array.from(r.cells).map(c => [c.getAttribute('data-v'), c.innerText.trim()]))"""
+PICKER_JS = """() => ({note: document.getElementById('pk-note').textContent, hash: location.hash,
+  rows: Array.from(document.querySelectorAll('#pk-body tr')).map(r =>
+    Array.from(r.cells).map(c => [c.getAttribute('data-v'), c.textContent]))})"""
+
+
+def _by_preset(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:  # the CLI prints cheapest first; within a preset the order stays
+        out.setdefault(r["preset"], []).append(r)
+    return out
+
+
+def test_the_answer_table_equals_costgap_targets_per_preset(site: Path, browser, warehouse: str):
+    context = _context(browser, 1400, [])
+    page, errors, _ = _open(context, site / "index.html")
+    shown = page.evaluate(ANSWER_JS)
+    cli = {p: [r for r in rows if r["cost_per_mtok"] is not None]
+           for p, rows in _by_preset(_cli("targets", "--json", "--warehouse", warehouse)).items()}
+    assert [row[0][0] for row in shown] == sorted(p for p, rows in cli.items() if rows)
+    alone = 0
+    for row in shown:
+        preset, (cheapest, cost, runs, runner, gap, runner_runs, verdict) = row[0][0], row[1:]
+        best = cli[preset][0]
+        assert cheapest[0] == best["target"] and float(cost[0]) == best["cost_per_mtok"], (preset, cost, best)
+        assert cost[1].startswith(sig(best["cost_per_mtok"])) and float(runs[0]) == best["runs"]
+        if len(cli[preset]) == 1:
+            alone += 1
+            assert "only target measured" in cheapest[1] and verdict[1] == "only target measured"
+            assert runner[0] == "" and gap[0] == ""
+            continue
+        second = cli[preset][1]
+        res = _cli("gap", second["target"], best["target"], "--preset", preset, "--json", "--warehouse", warehouse)
+        assert runner[0] == second["target"] and float(runner_runs[0]) == second["runs"]
+        assert float(gap[0]) == res["gap"] == second["cost_per_mtok"] / best["cost_per_mtok"] - 1
+        assert gap[1] == f"{pct(res['gap'])}\n90% {pct(res['gap_lo'])} to {pct(res['gap_hi'])}"
+        assert verdict[1] == ("clear" if res["gap_lo"] > 0 or res["gap_hi"] < 0 else "within noise")
+    assert alone == 1 and errors == []
+    context.close()
+
+
+def _combos(spec: dict) -> list[tuple[str, str, str]]:
+    """Every currency x billing mode, f cycling through the choices, then any f not yet used."""
+    fs = [f"{f:g}" for f in spec["f_choices"]]
+    out = [(c, b, fs[i % len(fs)]) for i, (c, b) in enumerate(itertools.product(spec["currencies"], spec["billings"]))]
+    used = {f for _, _, f in out}
+    return out + [(spec["currencies"][0], spec["billings"][0], f) for f in fs if f not in used]
+
+
+def _check_view(view: dict, cli_rows: list[dict], derived: list[dict], preset: str, tokens: float) -> None:
+    """The picker's rows, each equal to the CLI's figures for the same flags: the same doubles, rounded once
+    the same way (reports.html.sig)."""
+    mine = [r for r in cli_rows if r["preset"] == preset]
+    train = {r["target"]: r for r in derived if r["preset"] == preset}
+    assert [row[0][0] for row in view["rows"]] == [r["target"] for r in mine]
+    for row, r in zip(view["rows"], mine):
+        _, cost, _vs, total, hours, price, x, p, rr, runs = row
+        t = train[r["target"]]
+        assert t["train_tokens"] == tokens
+        for (v, text), want in ((cost, r["cost_per_mtok"]), (total, t["cost_to_train"]), (hours, t["hours_to_train"]),
+                                (price, r["price_per_hour"]), (x, r["tokens_per_s"]), (rr, r["R"])):
+            assert float(v) == want and text == sig(want), (r["target"], v, text, want)
+        assert p[1] == p_text(r["failed_attempts"], r["attempts"]) and int(runs[0]) == r["runs"]
+
+
+def test_every_picker_option_equals_the_cli_and_a_permalink_restores_the_view(site: Path, browser, warehouse: str):
+    attempted: list[str] = []
+    context = _context(browser, 1400, attempted)
+    page, errors, _ = _open(context, site / "index.html")
+    spec = json.loads(page.locator("#picker-inputs").text_content())
+    assert len(spec["currencies"]) >= 2 and len(spec["billings"]) >= 2 and len(spec["f_choices"]) >= 2
+    for sel, values in (("#pk-currency", spec["currencies"]), ("#pk-billing", spec["billings"]),
+                        ("#pk-f", [f"{f:g}" for f in spec["f_choices"]]), ("#pk-preset", spec["presets"])):
+        assert page.eval_on_selector_all(f"{sel} option", "os => os.map(o => o.value)") == values
+    tokens_text, tokens = "2.5B", 2.5e9
+    page.fill("#pk-tokens", tokens_text)
+    combos = _combos(spec)
+    assert len({c for c, _, _ in combos}) >= 2 and len({b for _, b, _ in combos}) >= 2 and len({f for *_, f in combos}) >= 2
+    last = None
+    for cur, billing, f in combos:
+        page.select_option("#pk-currency", cur)
+        page.select_option("#pk-billing", billing)
+        page.select_option("#pk-f", f)
+        flags = ["--currency", cur, "--billing", billing, "--f", f, "--warehouse", warehouse]
+        rows = _cli("targets", "--json", *flags)
+        derived = _cli("tiers", "--json", "--tokens", repr(tokens), *flags)["derived"]
+        for preset in spec["presets"]:
+            page.select_option("#pk-preset", preset)
+            view = page.evaluate(PICKER_JS)
+            _check_view(view, rows, derived, preset, tokens)
+            last = view
+    assert errors == []
+    # the permalink: the last view's URL, opened fresh, shows the same choices and the same rows
+    again, errors2, _ = _open(context, site / "index.html")
+    again.goto((site / "index.html").as_uri() + last["hash"], wait_until="load")
+    again.wait_for_selector("#picker[data-ready]")
+    assert again.evaluate(PICKER_JS) == last
+    cur, billing, f = combos[-1]
+    assert [again.input_value(s) for s in ("#pk-currency", "#pk-billing", "#pk-f", "#pk-tokens", "#pk-preset")] == \
+        [cur, billing, f, tokens_text, spec["presets"][-1]]
+    assert errors2 == [] and attempted == []
+    context.close()

@@ -201,3 +201,52 @@ def test_escaping_holds_for_any_text():
         assert not any(c in blob for c in "<>&") and json.loads(blob) == {"k": s}  # same data, inert markup
 
     check()
+
+
+def test_the_glossary_describes_every_preset_as_the_probe_defines_it():
+    from reports.glossary import PRESETS as NOTES
+    from tasks.probe.presets import PRESETS
+
+    assert set(NOTES) == set(PRESETS)
+    for name, preset in PRESETS.items():
+        assert (NOTES[name].mode, NOTES[name].seq_len) == (preset.mode, preset.seq_len), name
+
+
+def _rgb(hex_: str) -> tuple[int, ...]:
+    return tuple(int(hex_[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def test_the_log_terms_have_one_palette_no_target_colour_comes_near():
+    from reports.theme import PALETTE, TERM_COLORS
+
+    for term, c in TERM_COLORS.items():
+        near = min(sum((a - b) ** 2 for a, b in zip(_rgb(c), _rgb(t))) ** 0.5 for t in PALETTE)
+        assert near > 60, (term, c, near)  # distinct at a glance (RGB distance; 0-441)
+
+
+@pytest.mark.parametrize("values", [[3.496] * 5, [0.1104], [60000.0, 61000.0], [0.0, 0.0], [-2.0, 5.0]])
+def test_a_constant_series_gets_a_padded_axis(values):
+    """A flat series sits inside its axis with room on both sides (not on one tick labelled "3")."""
+    from reports.charts import padded
+
+    lo, hi = padded(values).to_dict()["domain"]
+    room = max(abs(v) for v in values) * 0.05 or 0.05
+    assert lo <= min(values) - room or lo == 0 <= min(values)  # a non-negative figure's axis stops at 0
+    assert hi >= max(values) + room and hi - lo <= 4 * (max(values) - min(values) + 2 * room) + 1
+
+
+@pytest.mark.parametrize("lo, hi, verdict", [(0.054, 0.472, "clear"), (-0.02, 0.3, "within noise"),
+                                             (-0.3, -0.01, "clear")])
+def test_verdict_is_clear_only_when_the_interval_excludes_zero(lo, hi, verdict):
+    from reports.pages_answer import verdict as decide
+
+    assert decide({"runner_up": "b", "gap_lo": lo, "gap_hi": hi}) == verdict
+    assert decide({"runner_up": None}) == "only target measured"
+
+
+def test_one_format_for_intervals_and_p():
+    from reports.html import interval_text, p_text
+
+    assert interval_text(0.0150, 0.01782) == "90% 0.01500 to 0.01782"
+    assert interval_text(0.054, 0.472, as_pct=True) == "90% +5.4% to +47.2%"
+    assert p_text(1, 12) == "8.3% (1/12)" and p_text(0, 0) == "none recorded"

@@ -46,15 +46,18 @@ def test_demo_lands_samples_and_labelled_history(demo):
         synthetic = con.execute("select count(*) from provenance where scope = 'run' and label = 'synthetic'").fetchone()[0]
         measured = con.execute("select count(*) from runs where run_id not in "
                                "(select key from provenance where scope = 'run')").fetchone()[0]
-        prices = con.execute("select count(distinct price_per_hour) from prices").fetchone()[0]
+        prices = con.execute("select count(distinct price_per_hour) from prices where billing_mode = 'on_demand'"
+                             ).fetchone()[0]
+        monthly = con.execute("select count(*) from prices where billing_mode = 'monthly'").fetchone()[0]
+        rates = con.execute("select count(*) from fx_rates").fetchone()[0]
         labelled_prices = con.execute("select count(*) from provenance where scope = 'price_import'").fetchone()[0]
         failed = con.execute("select count(*) from attempts where message like 'synthetic OOM%'").fetchone()[0]
     finally:
         con.close()
     assert synthetic == 2 * cfg.weeks * cfg.runs_per_week and measured == 2 and runs == synthetic + 2
     # illustrative prices: the even target (cpu-local) one price throughout, the odd one (h200-sxm) a cut
-    # + the two ILLUSTRATIVE candidate prices (A10 gn7i, V100 GN10Xp) for `costgap estimate` (issue 25)
-    assert prices == 5 and labelled_prices == 1
+    # + the two ILLUSTRATIVE candidate prices (A10 gn7i, V100 GN10Xp) for `costgap estimate` (issue 25), on demand only
+    assert prices == 5 and labelled_prices == 1 and monthly == 3 and rates == 2  # monthly and FX: the picker's choices
     assert failed > 0
 
 
@@ -73,7 +76,8 @@ def test_every_page_says_what_was_not_measured(demo):
 def test_demo_report_has_costs_and_a_decomposition(demo):
     _, site, _ = demo
     index = (site / "index.html").read_text(encoding="utf-8")
-    assert "is cheapest:" in index and "baseline" in index
+    assert 'id="t-overview-answer"' in index and "baseline" in index
+    assert 'id="picker-inputs"' in index and 'src="assets/picker.js"' in index
     assert 'id="c-overview-cost"' in index
     why = (site / "why.html").read_text(encoding="utf-8")
     assert 'id="c-why-0"' in why and "cpu-local became" in why and "log points" in why

@@ -3,7 +3,7 @@
     costgap targets --window 30d
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
-    costgap tiers --tokens 1e10 --kwh-price 0.12
+    costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25]
 
 `gap` prints both costs per 1M tokens, the gap with its 90% interval, and the price, throughput and
 reliability terms, which sum exactly to ln(C_A/C_B); then the significant throughput shifts at
@@ -208,6 +208,9 @@ def tiers_cmd(
     window: str = typer.Option(WINDOW_DEFAULT, "--window", help=WINDOW_HELP),
     billing: str = typer.Option("on_demand", "--billing", help=BILLING_HELP),
     currency: str = typer.Option("USD", "--currency", help="Reporting currency (dated FX rates)."),
+    f: float = typer.Option(F_LOST, "--f", help=F_HELP),
+    checkpoint_every: Optional[float] = typer.Option(None, "--checkpoint-every", help="Checkpoint interval as a "
+                                                     "fraction c of the job: sets f = c/2 (overrides --f)."),
     train_tokens: float = typer.Option(1e9, "--tokens", help="Tokens to train, for hours and cost to train."),
     kwh_price: float = typer.Option(0.15, "--kwh-price", help="Electricity price per kWh in the reporting "
                                     "currency (default 0.15: an ASSUMED round tariff)."),
@@ -218,7 +221,8 @@ def tiers_cmd(
     from tasks.cost.derived import derived, tier_recommendations
     from warehouse.db import reading
 
-    kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency)
+    kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency,
+              f=_lost_fraction(checkpoint_every, f))
     with reading(warehouse_path(warehouse)) as con:
         tiers = tier_recommendations(con, **kw).to_dicts()
         extra = derived(con, train_tokens=train_tokens, price_per_kwh=kwh_price, **kw).to_dicts()

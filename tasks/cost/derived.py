@@ -74,7 +74,7 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
     return t.with_columns(
         tokens_per_gpu_day=pl.col("tokens_per_s") * 86400.0 / gpus,
         hours_to_train=pl.lit(train_tokens) / (3600.0 * pl.col("tokens_per_s")) * pl.col("R"),
-        cost_to_train=pl.col("cost_per_mtok") * train_tokens / 1e6,
+        cost_to_train=pl.col("cost_per_mtok") * (train_tokens / 1e6),  # C * (N/1e6): one multiply, as the site does
         electricity_cost_per_mtok=pl.col("kwh_per_mtok") * price_per_kwh,
         scaling_assumed=pl.col("scaling_efficiency").is_null() & (gpus > 1),
         train_tokens=pl.lit(train_tokens),

@@ -44,7 +44,7 @@ rel_all as (
 agg as (
     select period, target, preset, count(*) as runs,
            median(tokens_per_s) as tokens_per_s,
-           avg(price_per_hour) as price_per_hour,
+           avg(price_per_hour order by started_at, run_id) as price_per_hour,  -- ordered: the same double on every call (a parallel sum is not)
            count(price_per_hour) as priced_runs,
            arg_max(price_effective_from, started_at) as price_effective_from,
            arg_max(price_last_seen_at, started_at) as price_last_seen_at,
