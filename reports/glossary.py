@@ -2,7 +2,7 @@
 
     python -c "from reports.glossary import PRESETS; print(PRESETS['1b'])"
 
-The shapes are tasks/probe/presets.py's (model card, mode, sequence length); tests/test_report.py holds
+The shapes are the probe's presets (tasks/probe/finetune/presets.py: model card, mode, sequence length); tests/test_report.py holds
 them equal, so the report never imports torch to describe a preset.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class PresetNote:
     model: str  # the model whose shape the preset copies (random init: the weights do not matter)
-    mode: str  # full | lora | qlora, as tasks.probe.presets.Preset.mode
+    mode: str  # full | lora | qlora, as the probe's Preset.mode
     seq_len: int  # tokens per sequence
     training: str  # what is trained, in words
 

@@ -100,10 +100,19 @@ def render(page: Page, data: ReportData) -> str:
         f"<header><span class=\"brand\">costgap</span><nav>{nav}</nav></header><main>"
         f"<h1>{esc(page.title)}</h1><p class=\"lede\">{esc(page.lede)}</p>"
         f"{_provenance_banner(data)}{''.join(page.parts)}</main>"
-        f"<footer>Generated {esc(data.generated_at.strftime('%Y-%m-%d %H:%M %Z'))} from the costgap warehouse. "
+        f"<footer>{_basis(data)}Generated {esc(data.generated_at.strftime('%Y-%m-%d %H:%M %Z'))} from the costgap warehouse. "
         "Bundles are the source of truth; every figure here is derived from them.</footer>"
         f"{scripts}</body></html>"
     )
+
+
+def _basis(data: ReportData) -> str:
+    """What every cost on the page assumes, said once per page (the overview's picker changes it)."""
+    d = data.reader.get("defaults") if data.reader else None
+    if not d:
+        return ""
+    return (f"Costs in {esc(d['currency'])} at {esc(d['billing'].replace('_', '-'))} prices, f = {d['f']:g} (the share "
+            'of an attempt\'s work lost per failure); <a href="index.html#your-workload">pick others</a>. ')
 
 
 _SCOPES = {"run": "run(s)", "price_import": "price import(s)", "target": "target description(s)"}

@@ -26,7 +26,7 @@ from tasks.pricing.fx import FxError
 # f choices the picker offers: no work lost (checkpoint every step) ... the whole attempt lost
 F_CHOICES = (0.0, 0.1, 0.25, F_LOST, 1.0)
 DEFAULT_TOKENS = 1e9  # a billion tokens: a small fine-tune; the reader types their own
-MAX_CURRENCIES = 6  # each offered currency is one more pass over the window: bounded at any FX history
+MAX_CURRENCIES = 4  # each offered currency is one more pass over the window: bounded at any FX history
 PREFERRED = ("USD", "EUR", "GBP", "CNY", "JPY", "INR")  # offered first when the warehouse can convert them
 DRAWS = 100  # the picker shows point figures only; the fewest draws CostOptions allows keeps this cheap
 
