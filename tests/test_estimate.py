@@ -78,11 +78,13 @@ def test_leave_one_target_out(cal):
 
     ws = [dataclasses.replace(w, target="only") for w in cal.reference.values()]
     assert track.leave_one_target_out(ws, lambda t: cal.eff)["rows"] == []  # one target: said, not faked
-    a10 = [dataclasses.replace(w, gpu_name="NVIDIA A10", target="a10", tokens_per_s=w.tokens_per_s / 8,
-                               samples=(w.tokens_per_s / 8,)) for w in ws]
+    a10 = [dataclasses.replace(w, gpu_name="NVIDIA A10", target="a10", tokens_per_s=w.tokens_per_s / 20,
+                               samples=(w.tokens_per_s / 20,)) for w in ws]
     got = track.leave_one_target_out(ws + a10, lambda t: cal.eff)
     assert {r["target"] for r in got["rows"]} == {"only", "a10"} and got["median_abs_error"] is not None
-    assert all(r["error"] > 1.0 for r in got["rows"] if r["target"] == "a10")  # the A10 "measured" 8x slower
+    # an A10 "measured" 20x slower than the H200 (the datasheets say ~8x): every estimate reads high, scored so
+    assert all(r["error"] > 0.3 for r in got["rows"] if r["target"] == "a10")
+    assert all(r["error"] < -0.3 for r in got["rows"] if r["target"] == "only")
 
 
 def test_duplicated_constants_match_the_probe():
