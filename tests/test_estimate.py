@@ -188,3 +188,17 @@ def test_estimate_never_enters_measured_figures_and_is_scored_when_measured(worl
     now = [r for r in candidates(con, "1b", options(), at + timedelta(days=2)) if r["target"] == "a10-box"]
     assert now[0]["status"] == "measured" and now[0]["tokens_per_s"] == pytest.approx(7000.0)
     con.close()
+
+
+def test_leave_one_target_out(cal):
+    import dataclasses
+
+    ws = [dataclasses.replace(w, target="only") for w in cal.reference.values()]
+    assert track.leave_one_target_out(ws, lambda t: cal.eff)["rows"] == []  # one target: said, not faked
+    a10 = [dataclasses.replace(w, gpu_name="NVIDIA A10", target="a10", tokens_per_s=w.tokens_per_s / 20,
+                               samples=(w.tokens_per_s / 20,)) for w in ws]
+    got = track.leave_one_target_out(ws + a10, lambda t: cal.eff)
+    assert {r["target"] for r in got["rows"]} == {"only", "a10"} and got["median_abs_error"] is not None
+    # an A10 "measured" 20x slower than the H200 (the datasheets say ~8x): every estimate reads high, scored so
+    assert all(r["error"] > 0.3 for r in got["rows"] if r["target"] == "a10")
+    assert all(r["error"] < -0.3 for r in got["rows"] if r["target"] == "only")

@@ -84,6 +84,7 @@ class Workload:
 
     preset: str
     gpu_name: str
+    target: str
     mode: str
     precision: str
     seq_len: int
@@ -122,7 +123,7 @@ class Workload:
 
 
 def workloads(con: duckdb.DuckDBPyConnection) -> list[Workload]:
-    """Every (preset, GPU) with measured runs whose GPU has a datasheet peak at the run's precision."""
+    """Every (preset, GPU, target) with measured runs whose GPU has a datasheet peak at the run's precision."""
     out = []
     for r in sql.rows(con, "estimate_workloads"):
         sheet = match_gpu(r["gpu_name"])
@@ -130,17 +131,19 @@ def workloads(con: duckdb.DuckDBPyConnection) -> list[Workload]:
         if not peak or not r["peak_mem_gib"] or not r["micro_batch"]:
             continue
         out.append(Workload(
-            r["preset"], r["gpu_name"], r["mode"], r["precision"], int(r["seq_len"]), int(r["micro_batch"]),
+            r["preset"], r["gpu_name"], r["target"], r["mode"], r["precision"], int(r["seq_len"]), int(r["micro_batch"]),
             r["mfu_last"] * peak * 1e12 / r["tokens_per_s_last"], float(r["params_total"]),
             float(r["params_trainable"]), float(r["params_non_embedding"]), float(r["peak_mem_gib"]),
             float(r["tokens_per_s"]), tuple(r["samples"]), int(r["runs"]), bool(r["compile"]), r["last_run_at"]))
     return out
 
 
-def efficiencies(con: duckdb.DuckDBPyConnection) -> dict[str, float]:
-    """Achieved over peak on the measured GPUs (median over them): gemm bf16/fp16 and the memory copy."""
+def efficiencies(con: duckdb.DuckDBPyConnection, leave_out: str | None = None) -> dict[str, float]:
+    """Achieved over peak on the measured targets (median over them, but target `leave_out`): gemm bf16/fp16, copy."""
     got: dict[str, list[float]] = {}
     for r in sql.rows(con, "estimate_efficiency"):
+        if r["target"] == leave_out:
+            continue
         got.setdefault({"bf16_tflops": "bf16", "fp16_tflops": "fp16", "copy_gbps": "copy"}[r["metric"]], []).append(
             r["efficiency"])
     return {k: float(np.median(v)) for k, v in got.items()}
@@ -196,7 +199,7 @@ def _kappa(w: Workload, eff: dict) -> float:
 
 
 def calibrate(ws: list[Workload], eff: dict) -> Calibration | None:
-    """kappa per preset from its measured GPU (the one with most runs), and the leave-one-out score."""
+    """kappa per preset from its measured (GPU, target) with the most runs, and the leave-one-preset-out score."""
     from scipy.stats import t as student_t
 
     if "copy" not in eff or not ({"bf16", "fp16"} & set(eff)):

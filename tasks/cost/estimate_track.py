@@ -111,6 +111,31 @@ def held_out(cal: cal_.Calibration) -> dict:
             "inside": sum(bool(r["inside"]) for r in rows), "scored": len(errs)}
 
 
+def leave_one_target_out(ws: list[cal_.Workload], eff_without) -> dict:
+    """Each measured target predicted from the other targets' runs (`eff_without(target)`: the efficiencies
+    without its runs). Targets on another GPU test the transfer; on the same GPU, the run-to-run spread."""
+    targets = sorted({w.target for w in ws})
+    if len(targets) < 2:
+        return {"rows": [], "median_abs_error": None,
+                "note": f"{len(targets)} measured target(s): predicting one from the rest needs a second"}
+    rows, skipped = [], []
+    for t in targets:
+        cal = cal_.calibrate([w for w in ws if w.target != t], eff_without(t))
+        if cal is None:
+            skipped.append(f"{t}: the other targets have no GEMM and memory-copy figures to calibrate on")
+            continue
+        for w in (w for w in ws if w.target == t):
+            # a preset the others never ran keeps its own FLOPs and memory, at the others' median kappa
+            p = est.predict(cal.reference.get(w.preset, w), cal_.match_gpu(w.gpu_name), 1, cal, w.gpu_name)
+            if p.tokens_per_s is None:
+                continue
+            rows.append({"target": t, "preset": w.preset, "gpu": w.gpu_name, "predicted_tokens_per_s": p.tokens_per_s,
+                         "measured_tokens_per_s": w.tokens_per_s, "error": p.tokens_per_s / w.tokens_per_s - 1.0,
+                         "inside": sum(p.lo <= s <= p.hi for s in w.samples), "runs": len(w.samples)})
+    errs = [abs(r["error"]) for r in rows]
+    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None, "note": "; ".join(skipped)}
+
+
 def leave_one_out(cal: cal_.Calibration) -> dict:
     """The calibration's leave-one-out rows with the median absolute error and the share of runs inside."""
     rows = cal.loo

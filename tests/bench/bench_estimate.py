@@ -4,7 +4,7 @@
 
 Lands warehouse/samples/ (real bundles only, no synthetic history) into a fresh warehouse, calibrates the
 estimator, and prints: each measured H200 preset predicted from the others (predicted, measured, error, runs
-inside the 90% interval), each measured GPU predicted from the rest (needs two measured GPUs), the held-out
+inside the 90% interval), each measured target predicted from the other targets' runs, the held-out
 published figures, and the seed's question (A10 gn7i against V100 GN10Xp for 1b and 8b-lora) as estimates.
 Target: at least 80% of measured runs inside their leave-one-out 90% interval.
 """
@@ -22,7 +22,8 @@ from tasks.demo import sample_dir
 SEED = (("alibaba ecs.gn7i-c8g1.2xlarge", "A10"), ("tencent GN10Xp.2XLARGE40", "V100"))
 
 
-def calibration(samples: Path | None = None) -> cal_.Calibration:
+def calibration(samples: Path | None = None, by_gpu: bool = False):
+    """The calibration on the committed samples (with `by_gpu`: and the leave-one-GPU-out score)."""
     from tasks.landing.land import land_paths
     from warehouse.db import connect
 
@@ -30,13 +31,17 @@ def calibration(samples: Path | None = None) -> cal_.Calibration:
         con = connect(str(Path(tmp) / "w.duckdb"))
         try:
             land_paths(con, [str(samples or sample_dir())], source="bench")
-            return cal_.calibrate(cal_.workloads(con), cal_.efficiencies(con))
+            ws = cal_.workloads(con)
+            cal = cal_.calibrate(ws, cal_.efficiencies(con))
+            if not by_gpu:
+                return cal
+            return cal, track.leave_one_target_out(ws, lambda t: cal_.efficiencies(con, leave_out=t))
         finally:
             con.close()
 
 
 def main() -> int:
-    cal = calibration()
+    cal, by_gpu = calibration(by_gpu=True)
     print(f"efficiencies (measured, achieved / datasheet): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cal.eff.items())))
     print(f"kappa per preset: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cal.kappa.items())))
     loo = track.leave_one_out(cal)
@@ -46,9 +51,13 @@ def main() -> int:
               f"{r['measured_tokens_per_s']:>9.0f}  error {r['error']:+.1%}  runs inside {r['inside']}/{r['runs']}")
     print(f"  median |error| {loo['median_abs_error']:.1%}; runs inside their 90% interval {loo['inside']}/{loo['runs']}"
           f" = {loo['share_inside']:.0%} (target >= 80%)")
-    gpus = {w.gpu_name for w in cal.reference.values()}
-    print(f"\nleave-one-target-out: {len(gpus)} measured GPU(s) ({', '.join(sorted(gpus))}): "
-          + ("predicting a GPU from the rest needs a second measured GPU; none yet" if len(gpus) < 2 else ""))
+    print(f"\nleave-one-target-out (each measured target predicted from the other targets' runs): {by_gpu['note']}")
+    for r in by_gpu["rows"]:
+        print(f"  {r['target']:<12} {r['preset']:<11} {r['gpu']:<12} predicted {r['predicted_tokens_per_s']:>9.0f}  measured "
+              f"{r['measured_tokens_per_s']:>9.0f}  error {r['error']:+.1%}  runs inside {r['inside']}/{r['runs']}")
+    if by_gpu["rows"]:
+        inside, runs = sum(r["inside"] for r in by_gpu["rows"]), sum(r["runs"] for r in by_gpu["rows"])
+        print(f"  median |error| {by_gpu['median_abs_error']:.1%}; runs inside {inside}/{runs}")
     held = track.held_out(cal)
     print("\nheld-out published figures (never calibrated on):")
     for r in held["rows"]:

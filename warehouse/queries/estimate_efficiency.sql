@@ -1,7 +1,7 @@
--- estimate_efficiency: achieved over datasheet peak per GPU, from measured (not synthetic) runs: the
+-- estimate_efficiency: achieved over datasheet peak per (GPU, target), from measured (not synthetic) runs: the
 -- GEMM burst per dtype and the memory copy. The estimator carries these to GPUs not yet measured.
 with m as (
-    select e.gpu_name, ms.benchmark, ms.metric, ms.efficiency
+    select e.gpu_name, r.target, ms.benchmark, ms.metric, ms.efficiency
     from measurements ms
     join runs r using (run_id)
     join environments e using (environment_id)
@@ -11,9 +11,9 @@ with m as (
            or (ms.benchmark = 'memory' and ms.metric = 'copy_gbps'))
 ),
 final as (
-    select gpu_name, metric, median(efficiency) as efficiency, count(*) as n
+    select gpu_name, target, metric, median(efficiency) as efficiency, count(*) as n
     from m
-    group by gpu_name, metric
-    order by gpu_name, metric
+    group by gpu_name, target, metric
+    order by gpu_name, target, metric
 )
 select * from final

@@ -1,5 +1,5 @@
 -- estimate_workloads: what each preset is, from its measured (not synthetic) successful fine-tunes, per
--- GPU: MFU and tokens/s of the newest run (FLOPs per token = MFU x peak / tokens/s), parameter counts, micro-batch, the peak memory the allocator held, and the
+-- (GPU, target): MFU and tokens/s of the newest run (FLOPs per token = MFU x peak / tokens/s), parameter counts, micro-batch, the peak memory the allocator held, and the
 -- median tokens/s (tasks/cost/calibrate.py calibrates the estimator on these). Inputs only.
 with measured as (
     select f.*, r.target, r.started_at, e.gpu_name, coalesce(e.gpu_count, 1) as env_gpus
@@ -11,7 +11,7 @@ with measured as (
       and p.label is null and e.gpu_name is not null and coalesce(f.n_gpus, 1) = 1
 ),
 final as (
-    select preset, gpu_name, count(*) as runs,
+    select preset, gpu_name, target, count(*) as runs,
            median(tokens_per_s) as tokens_per_s,
            list(tokens_per_s order by tokens_per_s) as samples,
            arg_max(mode, started_at) as mode,
@@ -29,7 +29,7 @@ final as (
            min(started_at) as first_run_at,
            max(started_at) as last_run_at
     from measured
-    group by preset, gpu_name
-    order by preset, gpu_name
+    group by preset, gpu_name, target
+    order by preset, gpu_name, target
 )
 select * from final
