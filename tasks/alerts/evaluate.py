@@ -17,7 +17,7 @@ Every function takes an open connection (only flows/ and the CLI open the wareho
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import duckdb

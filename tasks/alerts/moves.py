@@ -32,7 +32,7 @@ from typing import Callable
 from tasks.alerts.config import (CHEAPEST_CHANGED, FAILURE_RATE_SHIFTED, GAP_SHIFTED, THROUGHPUT_SHIFTED, AlertConfig,
                                  Change)
 from tasks.cost.changepoint import window_shift
-from tasks.cost.evidence import TERMS, day, evidence, evidence_text, main_term, moved, pct, sig, span_text
+from tasks.cost.evidence import MIN_TERM_MOVE, TERMS, evidence, evidence_text, main_term, moved, pct, sig, span_text
 from tasks.cost.model import Figure, gap_figure
 from tasks.cost.table import cheapest_first
 
@@ -80,7 +80,8 @@ def _payload(preset: str, target: str, currency: str, before: dict, after: dict,
     a, b = after["a"], after["b"]
     delta = moved(_terms_as(before, a), after["terms"])
     span = (before["_bounds"][0], after["_bounds"][1])
-    env = {t: facts.env(t, preset, before["_bounds"], after["_bounds"]) for t in (a, b)} if "throughput" in terms else {}
+    env = ({t: facts.env(t, preset, before["_bounds"], after["_bounds"]) for t in (a, b)}
+           if "throughput" in terms and abs(delta["throughput"]) > MIN_TERM_MOVE else {})  # read only when told
     ev = evidence({"a": a, "b": b}, _as(before, a), _as(after, a), delta, span, price_periods=facts.price_periods,
                   env=env, steps=[s for s in facts.steps if s["preset"] == preset], terms=terms)
     clean = {k: {x: y for x, y in w.items() if x != "_bounds"} for k, w in (("before", before), ("after", after))}
@@ -229,4 +230,4 @@ def _failures(preset, t, ranked, p1, p0, rows_by, figs, facts: Facts, cfg: Alert
                    summary, p, related=tuple(x for x in pair if x != t), period=p0, noticed_at=after["_bounds"][1])]
 
 
-__all__ = ["Facts", "decide", "day"]
+__all__ = ["Facts", "decide"]

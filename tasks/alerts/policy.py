@@ -100,7 +100,8 @@ class Alert:
 
     @property
     def related_resources(self) -> list[dict[str, str]]:
-        role = {CHEAPEST_CHANGED: "previous-cheapest"}.get(self.event, "cheapest" if self.event in SHIFTS else "target")
+        role = {CHEAPEST_CHANGED: "previous-cheapest", GAP_SHIFTED: "cheapest", THROUGHPUT_SHIFTED: "compared-with",
+                FAILURE_RATE_SHIFTED: "compared-with"}.get(self.event, "target")
         return [{"prefect.resource.id": resource_id(t), "prefect.resource.role": role,
                  "prefect.resource.name": t} for t in self.related]
 

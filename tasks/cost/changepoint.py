@@ -129,12 +129,21 @@ def scan_frame(frame: pl.DataFrame, cfg: DetectConfig, rng: np.random.Generator)
     return found
 
 
+def _ranks(x: np.ndarray, n: int) -> np.ndarray:
+    """At most n values: the sample itself, or n evenly spaced order statistics of it (same centre and
+    spread), so a window of thousands of runs is tested like one of `max_side` (the test stays cheap)."""
+    if x.size <= n:
+        return x
+    return np.sort(x)[np.round(np.linspace(0, x.size - 1, n)).astype(int)]
+
+
 def window_shift(before, after, cfg: DetectConfig | None = None) -> dict | None:
     """The same test between two windows' runs (tokens/s of each run, any order): shift, 90% interval,
-    p-value and `significant`, or None when either side has fewer than `min_runs` runs. The alerts'
-    "throughput shifted" (tasks.alerts.moves) reads it for two windows of the grid (tasks.cost.grid)."""
+    p-value and `significant`, or None when either side has fewer than `min_runs` runs. A side of more
+    than `max_side` runs is read as `max_side` evenly spaced order statistics. The alerts' "throughput
+    shifted" (tasks.alerts.moves) reads it for two windows of the grid (tasks.cost.grid)."""
     cfg = cfg or DetectConfig()
-    b, a = (np.log(np.asarray(x, dtype=float)) for x in (before, after))
+    b, a = (_ranks(np.log(np.asarray(x, dtype=float)), cfg.max_side) for x in (before, after))
     if b.size < cfg.min_runs or a.size < cfg.min_runs:
         return None
     res = _tests(np.concatenate([b, a])[:, None], b.size, cfg, np.random.default_rng(cfg.seed))

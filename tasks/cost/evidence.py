@@ -133,9 +133,14 @@ def _counts(values: list) -> str:
 def env_shift(con: duckdb.DuckDBPyConnection, target: str, preset: str | None, window1: tuple, window2: tuple) -> list[dict]:
     """Environment fields whose recorded values differ between two windows' runs of one target (and preset),
     each side as 'value ×runs, ...': [{field, before, after}]. A field a window did not record is no change."""
+    got = sql.frame(con, "cost_env_history", {"since": min(window1[0], window2[0]), "until": max(window1[1], window2[1]),
+                                              "targets": [target], "preset": preset})
+
+    rows = got.to_dicts() if got.height else []
+
     def values(w) -> dict[str, list]:
-        got = sql.frame(con, "cost_env_history", {"since": w[0], "until": w[1], "targets": [target], "preset": preset})
-        return {f: got[f].to_list() if got.height else [] for f in ENV_FIELDS}
+        inside = [r for r in rows if w[0] < r["started_at"] <= w[1]]
+        return {f: [r[f] for r in inside] for f in ENV_FIELDS}
 
     v1, v2 = values(window1), values(window2)
     out = []
