@@ -63,7 +63,7 @@ class Harness:
             "PREFECT_UI_ENABLED": "false",
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_LOGGING_LEVEL": "INFO",
-            "PREFECT_WORKER_HEARTBEAT_SECONDS": "2",  # a dead worker is noticed in ~6 s, not 90
+            "PREFECT_WORKER_HEARTBEAT_SECONDS": "5",  # a dead worker is noticed in ~15 s, not 90; a busy box still beats in time
             "PREFECT_WORKER_QUERY_SECONDS": "1",  # workers pick runs up within a second
             "PYTHONUNBUFFERED": "1",
             **(extra_env or {}),

@@ -25,7 +25,7 @@ import pytest
 from tests.factories import BASE_TIME, bundle_doc, write_bundle, write_raw
 from tests.pool_harness import Harness
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # servers, workers and flows: minutes on a busy 2-core box
 
 BLOCK = "costgap-test-hook"
 WAIT_S = 60.0  # event -> trigger -> action -> webhook takes a few seconds on an idle server

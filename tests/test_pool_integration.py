@@ -23,7 +23,7 @@ import pytest
 from tests.pool_harness import Harness, kill_tree
 from warehouse.sql import load_query
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # servers, workers and flows: minutes on a busy 2-core box
 
 TARGETS = """
 [[target]]

@@ -27,10 +27,10 @@ from tests.factories import write_raw
 from tests.pool_harness import Harness
 from tests.test_alerts_notify import BLOCK, Receiver, _save_block
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # servers, workers and flows: minutes on a busy 2-core box
 PG = "postgresql+asyncpg://postgres@127.0.0.1:5432/{db}"
 REDIS = "redis://127.0.0.1:6379/{db}"
-FIRE_IN_S = 45  # the weekly schedule is moved to fire this long after the move (a busy box is slow to call)
+FIRE_IN_S = 20  # the weekly schedule is moved to fire this long after the move
 TARGETS = """
 [[target]]
 id = "cpu-a"
@@ -120,6 +120,23 @@ def _weekly_quick(yaml_text: str) -> str:
     return head + "  - name: weekly\n" + weekly.replace("profile: standard", "profile: quick") + "  - name: adhoc\n" + rest
 
 
+def _fire_soon(api: str, name: str) -> None:
+    """Replace the deployment's cron by a daily interval whose first run is FIRE_IN_S from now (through the
+    API, as `prefect deployment schedule create --replace` does, without a CLI start on a busy box)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import DeploymentScheduleCreate
+    from prefect.client.schemas.schedules import IntervalSchedule
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: api}), get_client(sync_client=True) as c:
+        deployment = c.read_deployment_by_name(name)
+        for old in c.read_deployment_schedules(deployment.id):
+            c.delete_deployment_schedule(deployment.id, old.id)
+        at = datetime.now(timezone.utc) + timedelta(seconds=FIRE_IN_S)
+        c.create_deployment_schedules(deployment.id, [
+            DeploymentScheduleCreate(schedule=IntervalSchedule(interval=timedelta(days=1), anchor_date=at), active=True)])
+
+
 def _scheduled_run(api: str, timeout_s: float):
     """The compare/weekly flow run the scheduler created, once it is final."""
     from prefect.client.orchestration import get_client
@@ -167,10 +184,7 @@ def test_scheduled_compare_on_postgres_lands_reports_alerts_and_rebuilds(messagi
         yaml_file.write_text(_weekly_quick(rendered))
         h.run(["prefect", "--no-prompt", "deploy", "--all", "--prefect-file", str(yaml_file)])
         h.wait_workers(["pool-a", "pool-b", "costgap-control"])
-        # the weekly cron, moved as an operator would, to a daily interval whose first run is in a moment
-        fire_at = datetime.now(timezone.utc) + timedelta(seconds=FIRE_IN_S)
-        h.run(["prefect", "deployment", "schedule", "create", "compare/weekly", "--interval", "86400",
-               "--anchor-date", fire_at.isoformat(), "--replace", "-y"])
+        _fire_soon(h.api, "compare/weekly")
 
         run, all_runs = _scheduled_run(h.api, timeout_s=420)
         assert run.auto_scheduled and run.state.type.value == "COMPLETED", (
