@@ -52,13 +52,30 @@ def _isolated_env(monkeypatch, tmp_path):
 
 
 SUMMARY = "costgap_summary"  # a test's headline figure: record_property(SUMMARY, "line") prints it at the end
+FUZZ = "costgap_fuzz"  # record_property(FUZZ, (importer, variants tried)): summed into one line at the end
 
 
 def pytest_terminal_summary(terminalreporter):
     """Print every test's headline figures (cold starts, fuzz variants, ...) after the run, also under
     pytest-xdist, where a worker's own output never reaches the terminal: they travel in the reports."""
-    lines = [value for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed")
-             for name, value in getattr(report, "user_properties", ()) if name == SUMMARY]
+    seen, props = set(), []  # every phase's report: a fixture's teardown records after the call's report
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for name, value in getattr(report, "user_properties", ()):
+                key = (getattr(report, "nodeid", ""), name, repr(value))
+                if name in (SUMMARY, FUZZ) and key not in seen:
+                    seen.add(key)
+                    props.append((name, value))
+    lines = [value for name, value in props if name == SUMMARY]
+    fuzz: dict[str, int] = {}
+    for name, value in props:
+        if name == FUZZ:
+            fuzz[value[0]] = fuzz.get(value[0], 0) + value[1]
+    if fuzz:
+        failed = any(r.nodeid.startswith("tests/test_fuzz_importers.py") for r in terminalreporter.getreports("failed"))
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(fuzz.items()))
+        lines.append(f"importer fuzz: {sum(fuzz.values())} variants: "
+                     f"{'SOME NOT REFUSED OR NOT EXACT (see the failures)' if failed else 'all refused or exact'} ({parts})")
     if lines:
         terminalreporter.section("costgap figures")
         for line in lines:

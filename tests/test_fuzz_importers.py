@@ -35,7 +35,7 @@ from tasks.pricing import ecb, fx
 from tasks.pricing.pricebook_file import PriceBookFile
 from tasks.pricing.skypilot import SkyPilotCatalog
 from tests import fuzz_support as fz
-from tests.conftest import REPO
+from tests.conftest import FUZZ, REPO
 from tests.factories import bundle_doc
 
 SEED = 26  # fixed: every run tries the same variants
@@ -44,20 +44,15 @@ WHEN = datetime(2026, 12, 1, tzinfo=timezone.utc)
 TRIED: dict[str, int] = {}  # importer -> variants tried; printed at the end of the session
 
 
-class _Summary:
-    """Prints the variant count in pytest's terminal summary (shown with or without -s, and with -q)."""
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if TRIED:
-            parts = ", ".join(f"{k} {v}" for k, v in sorted(TRIED.items()))
-            terminalreporter.write_line(f"importer fuzz: {sum(TRIED.values())} variants: all refused or exact ({parts})")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _summary(pytestconfig):
-    if not pytestconfig.pluginmanager.has_plugin("costgap-importer-fuzz"):
-        pytestconfig.pluginmanager.register(_Summary(), "costgap-importer-fuzz")
+@pytest.fixture(autouse=True)
+def _count(record_property):
+    """Each test's variant counts travel in its report; tests/conftest.py sums and prints them at the end
+    ("importer fuzz: N variants: all refused or exact"), also under pytest-xdist."""
+    before = dict(TRIED)
     yield
+    for name, tried in TRIED.items():
+        if before.get(name) != tried:
+            record_property(FUZZ, (name, tried))
 
 
 def _price(rows) -> list[tuple]:
@@ -119,7 +114,7 @@ CUTS, MUTATIONS = 120, 120  # per file; the SkyPilot catalog and the ECB excerpt
 FEWER = {"skypilot": 50, "skypilot shared": 30, "ecb-csv": 60}
 
 
-SHARED = Path("/work/shared/fixtures/skypilot/lambda-vms.csv")  # a second copy where this checkout has one
+SHARED = REPO.parent / "shared" / "fixtures" / "skypilot" / "lambda-vms.csv"  # a second copy beside the checkout, where there is one
 NAMES = ["price-csv lambda", "price-csv illustrative-cn", "price-yaml contract", "fx-csv", "ecb-csv", "skypilot"]
 if SHARED.is_file() and SHARED.read_bytes() != (FIXTURES / "skypilot/lambda-vms.csv").read_bytes():
     NAMES.append("skypilot shared")
