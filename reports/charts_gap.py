@@ -1,5 +1,5 @@
 """The gap's story as charts: the gap over time with its band and labelled events, the three log terms
-that add up to it, cost per preset over time, the window-to-window waterfall and the rerun rate.
+that add up to it, cost per preset over time and the rerun rate (the waterfall of what moved the gap is charts.term_waterfall).
 
     python -c "from reports.charts_gap import terms_bars; print(terms_bars([], 'a', 'b', {'a': '#000'})['mark'])"
 
@@ -171,27 +171,3 @@ def rerun_rate_lines(rows: Rows, preset: str, colors: dict[str, str]) -> dict:
                  alt.Tooltip("failed_attempts:Q", title="failed (k)"), alt.Tooltip("attempts:Q", title="attempts (n)"),
                  alt.Tooltip("p_lo:Q", format=".1%"), alt.Tooltip("p_hi:Q", format=".1%"), alt.Tooltip("R:Q", format=".3f")])
     return _spec(alt.layer(bars, pts).properties(width=SMALL_WIDTH, height=SMALL_HEIGHT, title=preset))
-
-
-def waterfall(steps: Rows, title: str) -> dict:
-    """steps: (label, value[, total]) in log points; deltas stack from 0, a `total` step is drawn from 0."""
-    rows, running = [], 0.0
-    for i, s in enumerate(steps):
-        total = bool(s.get("total"))
-        start = 0.0 if total else running
-        end = s["value"] if total else running + s["value"]
-        running = end
-        rows.append({"order": i, "label": s["label"], "start": start, "end": end, "value": s["value"],
-                     "kind": "total" if total else ("up" if s["value"] >= 0 else "down")})
-    base = alt.Chart(_data(rows, ("order", "label", "start", "end", "value", "kind")))
-    x = alt.X("label:N", sort=[r["label"] for r in rows], title=None, axis=alt.Axis(labelAngle=0))
-    bars = base.mark_bar(size=46).encode(
-        x=x, y=alt.Y("start:Q", title="log points (≈ % of the cost ratio)"), y2="end:Q",
-        color=alt.Color("kind:N", scale=alt.Scale(domain=["total", "up", "down"], range=["#64748b", BAD, "#059669"]),
-                        legend=alt.Legend(title=None, labelExpr="{'total':'net change','up':'dearer vs the baseline',"
-                                                               "'down':'cheaper vs the baseline'}[datum.label]")),
-        tooltip=["label:N", alt.Tooltip("value:Q", format="+.2f")],
-    )
-    text = base.mark_text(dy=-8, fontSize=12).encode(x=x, y="end:Q", text=alt.Text("value:Q", format="+.1f"))
-    zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(color=MUTED).encode(y="y:Q")
-    return _spec(alt.layer(bars, text, zero).properties(width=420, height=220, title=title))
