@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from flows import server as local_server
+from flows import warm
 from warehouse.db import env_seconds
 
 START_TIMEOUT_S = 300.0  # a cold PREFECT_HOME took up to ~60 s under load here; 5x that before giving up
@@ -68,6 +69,7 @@ def ensure_api(progress: Callable[[str], None] | None = print) -> str:
     except local_server.ServerError as e:
         raise ApiUnavailable(str(e)) from None
     use(found.url)
+    warm.spawn(local_server.home())  # later commands fork from it (flows/warm.py); this one goes on
     return found.url
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from flows import warm
 from flows.procs import alive, process_started
 
 DEFAULT_PORT = 4210  # beside Prefect's own 4200, so a user's `prefect server start` keeps its port
@@ -274,4 +275,5 @@ def stop(say: Callable[[str], None]) -> Server | None:
         if alive(found.pid, found.started):
             _terminate(found.pid)
         (home_ / RECORD).unlink(missing_ok=True)
+        warm.stop(home_)  # it lives beside the server and leaves with it
         return found

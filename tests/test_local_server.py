@@ -7,7 +7,9 @@ first command starts the server and the rest reuse it, as on a new machine:
 1. ten `costgap ingest` started at once: exactly one server process, all ten land;
 2. the server SIGKILLed between two commands: the next command says so in one line, starts a new one
    and lands; nothing landed before is lost; a stale record (dead pid) is replaced the same way;
-3. `costgap server status|stop` report and stop it.
+3. `costgap server status|stop` report and stop it;
+4. the warm process beside it (flows/warm.py): commands through the `costgap` entry point fork from it and
+   answer exactly as a fresh process does; killed, the next command runs fresh and starts a new one.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ def machine(tmp_path):
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), COSTGAP_SERVER_PORT=str(free_port()),
                COSTGAP_API="local", PREFECT_LOGGING_LEVEL="WARNING")
     yield env
-    record = tmp_path / "prefect-home" / "costgap-server.json"
-    if record.exists():
-        kill_tree(json.loads(record.read_text())["pid"])
+    for name in ("costgap-server.json", "costgap-warm.json"):  # the server, and the warm process beside it
+        record = tmp_path / "prefect-home" / name
+        if record.exists():
+            kill_tree(json.loads(record.read_text())["pid"])
     for p in _servers(env["COSTGAP_SERVER_PORT"]):
         kill_tree(p.pid)
 
@@ -123,3 +126,60 @@ def test_a_bad_mode_or_port_is_refused_with_exit_2(machine, tmp_path):
     r = _costgap({**machine, "COSTGAP_SERVER_PORT": "70000"}, "server", "start", check=False)
     assert r.returncode == 2 and "COSTGAP_SERVER_PORT='70000'" in r.stderr
     assert not _servers(machine["COSTGAP_SERVER_PORT"])
+
+
+def _warm_ready(home: Path, timeout_s: float = 300.0) -> int:
+    from flows import warm
+
+    deadline = time.monotonic() + timeout_s
+    while not warm.answering(home):
+        assert time.monotonic() < deadline, (home / warm.LOG).read_text()[-3000:]
+        time.sleep(0.5)
+    return warm.read(home)["pid"]
+
+
+def test_commands_fork_from_the_warm_process_and_answer_as_a_fresh_one(machine, tmp_path):
+    from flows import warm
+
+    entry = [str(Path(sys.executable).with_name("costgap"))]  # the entry point a person runs: flows/launch.py
+    home = Path(machine["PREFECT_HOME"])
+    wh = tmp_path / "wh.duckdb"
+    bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(2)]
+
+    def run(*args, env=machine):
+        return subprocess.run([*entry, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+    def served() -> int:
+        return (home / warm.LOG).read_text().count(": pid ")
+
+    assert "warm" in _costgap(machine, "server", "start").stdout
+    first = _warm_ready(home)
+    fresh = {**machine, warm.ENV: "0"}
+
+    r = run("ingest", str(bundles[0]), "--warehouse", str(wh))
+    assert r.returncode == 0 and "landed 1," in r.stdout, r.stderr
+    assert served() == 1
+    # the same commands, forked and fresh: the same exit codes and the same words
+    for args, code in ((("ingest", str(bundles[0]), "--warehouse", str(wh)), 0),
+                       (("ingest", str(tmp_path / "nope"), "--warehouse", str(wh)), 2),
+                       (("server", "nonsense"), 2)):
+        forked, alone = run(*args), run(*args, env=fresh)
+        assert forked.returncode == alone.returncode == code, (forked.stderr, alone.stderr)
+        assert (forked.stdout, forked.stderr) == (alone.stdout, alone.stderr)
+    assert served() == 4  # the three forked ones above, and the first; none of the fresh ones
+    assert _landed(wh) == 1
+
+    # a command whose logging settings differ from the warm imports' runs fresh
+    r = run("ingest", str(bundles[0]), "--warehouse", str(wh), env={**machine, "PREFECT_LOGGING_LEVEL": "ERROR"})
+    assert r.returncode == 0 and served() == 4
+
+    # killed: the next command runs fresh, lands, and starts a new warm process
+    os.kill(first, signal.SIGKILL)
+    r = run("ingest", str(bundles[1]), "--warehouse", str(wh))
+    assert r.returncode == 0 and "landed 1," in r.stdout, r.stderr
+    assert _landed(wh) == 2
+    assert _warm_ready(home) != first
+
+    # it leaves with the server
+    _costgap(machine, "server", "stop")
+    assert not warm.answering(home) and not (home / warm.RECORD).exists()

@@ -28,12 +28,25 @@ def _describe(found, state: str) -> dict:
 
     doc = {"state": state, "url": found.url, "pid": found.pid, "port": found.port, "database": found.database,
            "since": found.since, "uptime_s": round(found.uptime_s()), "log": str(server.home() / server.LOG)}
+    doc["warm"] = _warm(server.home())
     return doc
+
+
+def _warm(home) -> str:
+    """The warm process beside the server (flows/warm.py): commands fork from it, with no import cost."""
+    from flows import warm
+
+    found = warm.read(home)
+    if found and warm.answering(home):
+        return f"pid {found['pid']}: commands fork from it (log {home / warm.LOG})"
+    if warm.starting(home):
+        return f"starting: its imports take a few seconds, then commands fork from it (log {home / warm.LOG})"
+    return "not running (the next command starts it)"
 
 
 def _print(doc: dict) -> None:
     typer.echo(f"Prefect's local server: {doc['state']}")
-    for key in ("url", "pid", "port", "database", "since", "uptime_s", "log"):
+    for key in ("url", "pid", "port", "database", "since", "uptime_s", "log", "warm"):
         if key in doc:
             typer.echo(f"  {key:9} {doc[key]}")
 
@@ -77,7 +90,7 @@ def start_cmd(
 
     A server already running on another database is left running: stop it
     first to switch."""
-    from flows import server
+    from flows import server, warm
     from flows.api import START_TIMEOUT_ENV, START_TIMEOUT_S, TICK_S, ApiUnavailable
     from warehouse.db import env_seconds
 
@@ -92,6 +105,7 @@ def start_cmd(
                                         tick_s=TICK_S)
     except server.ServerError as e:
         raise ApiUnavailable(str(e)) from None
+    warm.spawn(server.home())
     _print(_describe(found, "running"))
 
 
