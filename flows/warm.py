@@ -10,10 +10,14 @@ socket per PREFECT_HOME). The `costgap` entry point (flows/launch.py) hands it t
 working directory, environment and its own stdin/stdout/stderr (passed as file descriptors). It forks;
 the child takes those over and runs the command exactly as a fresh process would (the Prefect settings
 are re-read from the command's environment), and the warm process reports the child's exit status
-back (128 + N for a signal). The client forwards SIGINT and SIGTERM to the child.
+back (a command killed by a signal kills the client with the same signal). The client forwards SIGINT
+and SIGTERM to the child.
 
-Never used in ephemeral mode (COSTGAP_API=ephemeral: one-shot means nothing resident) or with
-COSTGAP_WARM=0. When the code or the installed packages change after it started, it answers "stale"
+It serves commands that talk to an API already running: the local server, or the server named by
+PREFECT_API_URL. Never used for a one-shot ephemeral command (COSTGAP_API=ephemeral without
+PREFECT_API_URL: one-shot means nothing resident) or with COSTGAP_WARM=0. It lives beside the local
+server and leaves with it; `python -m flows.warm HOME --beside PID` lives beside any process instead
+(the test suite runs one per session beside its Prefect test server: tests/conftest.py). When the code or the installed packages change after it started, it answers "stale"
 and exits, and the command runs in a fresh process instead (which starts a new warm process). One per
 PREFECT_HOME: it holds a lock for its lifetime; `costgap server stop` stops it. If it is gone or does
 not answer, the command simply runs in a fresh process: the warm process only ever saves time.
@@ -116,7 +120,7 @@ def _read(stream) -> dict | None:
 def delegate(argv: list[str]) -> int | None:
     """Run `costgap argv` in a child of the warm process; its exit code, or None to run it here instead."""
     env = dict(os.environ)
-    if env.get(ENV) == "0" or env.get("COSTGAP_API", "local") != "local":
+    if env.get(ENV) == "0" or not (env.get("PREFECT_API_URL") or env.get("COSTGAP_API", "local") == "local"):
         return None
     path = socket_path(prefect_home(env))
     if not path.exists():
@@ -157,6 +161,10 @@ def delegate(argv: list[str]) -> int | None:
             sys.stderr.write("costgap: error: the warm process went away while running this command; "
                              "run it again (COSTGAP_WARM=0 runs it without the warm process)\n")
             return 1
+        if done.get("signal"):  # the command died of a signal: so does this process, as a fresh one would
+            sys.stdout.flush()
+            signal.signal(done["signal"], signal.SIG_DFL)
+            os.kill(os.getpid(), done["signal"])
         return int(done["code"])
     finally:
         sock.close()
@@ -253,8 +261,19 @@ def _run_child(req: dict, fds: list[int], conn: socket.socket, listener: socket.
             os._exit(code)
 
 
-def serve(home: Path) -> int:
-    """Import, then answer commands until stopped (SIGTERM) or until the code changes."""
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def serve(home: Path, beside: int | None = None) -> int:
+    """Import, then answer commands until stopped (SIGTERM) or until the code changes. It lives beside
+    the local server of `home` (its record), or beside process `beside` when given."""
     import fcntl
     import selectors
     import signal
@@ -275,8 +294,13 @@ def serve(home: Path) -> int:
         _log(f"imports started threads ({threading.enumerate()}); not serving")
         return 1
     server_record = home / "costgap-server.json"  # flows/server.py's RECORD: the warm process lives beside it
-    if not _server_alive(server_record):
-        _log("the local server was stopped while the imports ran; not serving")
+
+    def companion_alive() -> bool:
+        return _pid_alive(beside) if beside else _server_alive(server_record)
+
+    companion = f"process {beside}" if beside else "the local server"
+    if not companion_alive():
+        _log(f"{companion} went away while the imports ran; not serving")
         return 0
     stamp = fingerprint()
     path.unlink(missing_ok=True)
@@ -303,8 +327,8 @@ def serve(home: Path) -> int:
     served = 0
     try:
         while not stopping or children:
-            if not stopping and not _server_alive(server_record):
-                _log("the local server was stopped or is gone: leaving with it (the next command starts both)")
+            if not stopping and not companion_alive():
+                _log(f"{companion} was stopped or is gone: leaving with it")
                 stopping.append(True)
             if stopping and listener.fileno() in (k.fd for k in sel.get_map().values()):
                 sel.unregister(listener)  # no new commands; the running ones finish
@@ -374,9 +398,9 @@ def serve(home: Path) -> int:
                     if conn in (k.fileobj for k in sel.get_map().values()):
                         sel.unregister(conn)
                     code = os.waitstatus_to_exitcode(status)
-                    code = 128 - code if code < 0 else code
+                    reply = {"code": 128 - code, "signal": -code} if code < 0 else {"code": code}
                     try:
-                        _send(conn, {"code": code})
+                        _send(conn, reply)
                     except OSError:
                         pass  # the client went away (killed): nothing to tell
                     conn.close()
@@ -465,5 +489,17 @@ def stop(home: Path, wait_s: float = 10.0) -> dict | None:
     return found
 
 
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m flows.warm", description="Serve costgap commands of one "
+                                     "PREFECT_HOME from one process that did their imports (started by costgap).")
+    parser.add_argument("home", type=Path, help="the PREFECT_HOME whose commands it serves")
+    parser.add_argument("--beside", type=int, metavar="PID",
+                        help="live as long as this process (default: as long as the home's local server)")
+    args = parser.parse_args(argv)
+    return serve(args.home.expanduser().resolve(), beside=args.beside)
+
+
 if __name__ == "__main__":
-    sys.exit(serve(Path(sys.argv[1])))
+    sys.exit(_main(sys.argv[1:]))

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# The `costgap` entry point (flows/launch.py) as a test runs it: handed to the session's warm process when
+# it answers (a fork, ~0.1 s CPU), else a fresh process. Tests about a fresh process (cold starts, crash
+# points) run `python -m flows.cli` instead.
+COSTGAP = [sys.executable, "-m", "flows.launch"]
+
+# Set before the session's warm process imports (it serves only commands with the same logging settings).
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
 @pytest.fixture
@@ -38,6 +48,41 @@ def prefect_harness():
                 os.environ["PREFECT_API_URL"] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_commands(prefect_harness, tmp_path_factory):
+    """One warm process per test session (per xdist worker), beside this pytest process (flows/warm.py).
+
+    The session's PREFECT_HOME becomes a temp folder (nothing of the user's ~/.prefect is touched), and
+    every `costgap` child that talks to the session's test server (COSTGAP above) is forked from a
+    process that did the imports once, instead of paying ~4 s of CPU for them: the suite's largest cost
+    on a 2-core box. Until it is ready (a few seconds), and with COSTGAP_WARM=0, commands run fresh."""
+    from flows import warm
+
+    before = os.environ.get("PREFECT_HOME")
+    home = tmp_path_factory.mktemp("prefect-home")
+    os.environ["PREFECT_HOME"] = str(home)
+    proc = None
+    if os.environ.get(warm.ENV) != "0":
+        with open(home / warm.LOG, "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "flows.warm", str(home), "--beside", str(os.getpid())],
+                                    cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+    try:
+        yield home
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if before is None:
+            os.environ.pop("PREFECT_HOME", None)
+        else:
+            os.environ["PREFECT_HOME"] = before
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, tmp_path):
     """Keep tests from touching ./costgap.duckdb or ./site of the checkout."""
@@ -47,8 +92,6 @@ def _isolated_env(monkeypatch, tmp_path):
     # A test that drops PREFECT_API_URL gets a one-shot server unless it asks for the machine's local one
     # (tests/test_local_server.py does): no test leaves a background server behind.
     monkeypatch.setenv("COSTGAP_API", "ephemeral")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
 SUMMARY = "costgap_summary"  # a test's headline figure: record_property(SUMMARY, "line") prints it at the end

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle
 from warehouse.db import connect
 from datetime import timedelta
 
-COSTGAP = [sys.executable, "-m", "flows.cli"]
 LOCK_WORDS = ("Could not set lock", "Conflicting lock", "IOException", "Traceback")
 
 

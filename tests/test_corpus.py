@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tasks.bundle import MAX_BUNDLE_BYTES
 from tasks.landing.land import FACT_TABLES, land_paths
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect
 
@@ -72,7 +71,7 @@ def test_500mb_file_refused_by_size_before_parsing(tmp_path, warehouse_file):
 
 
 def test_cli_over_corpus_names_every_file(landed_corpus, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "flows.cli", "ingest", str(CORPUS / "cases"),
+    r = subprocess.run([*COSTGAP, "ingest", str(CORPUS / "cases"),
                         "--warehouse", str(tmp_path / "cli.duckdb")],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2  # user input refused (flows/commands/__init__.py)

@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import bundle_doc, write_bundle
 
-COSTGAP = [sys.executable, "-m", "flows.cli"]
 
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
@@ -12,11 +11,10 @@ from tasks.landing.land import FACT_TABLES, land_paths, record_prefect_attempts,
 from tasks.landing.frames import environment_id
 from tasks.bundle import parse_bundle
 from tasks.canonical import canonical_json
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle, write_raw
 from warehouse.db import connect
 
-COSTGAP = [sys.executable, "-m", "flows.cli"]
 
 
 def counts(con) -> dict[str, int]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.cloud_targets import GN7I, GN7I_BEIJING, GN10XP, targets_toml
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.cost_support import warehouse
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -26,7 +25,7 @@ CLOUD_VARS = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", 
 
 def _costgap(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in CLOUD_VARS}
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=REPO, env=env, capture_output=True,
+    return subprocess.run([*COSTGAP, *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tasks.landing.land import land_paths, safe_uri
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect
 
@@ -77,11 +77,11 @@ def test_planted_secret_reaches_no_output(tmp_path):
     bundle = Path(probe.stdout.strip().splitlines()[-1])
     assert bundle.exists()
     wh, site = tmp_path / "wh.duckdb", tmp_path / "site"
-    ingest = subprocess.run([sys.executable, "-m", "flows.cli", "ingest", str(bundles), "--warehouse", str(wh)],
+    ingest = subprocess.run([*COSTGAP, "ingest", str(bundles), "--warehouse", str(wh)],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     logs += [ingest.stdout, ingest.stderr]
     assert ingest.returncode == 0, ingest.stdout + ingest.stderr  # a real probe bundle lands clean
-    report = subprocess.run([sys.executable, "-m", "flows.cli", "report", "--warehouse", str(wh),
+    report = subprocess.run([*COSTGAP, "report", "--warehouse", str(wh),
                              "--site", str(site), "--no-images"], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=300)
     logs += [report.stdout, report.stderr]
@@ -109,7 +109,7 @@ def test_compare_flow_logs_hold_no_secret(tmp_path):
     env = _env()
     env.pop("PREFECT_API_URL", None)
     env.update(PREFECT_LOGGING_LEVEL="INFO", PREFECT_HOME=str(tmp_path / "prefect-home"))
-    r = subprocess.run([sys.executable, "-m", "flows.cli", "run", "--targets", "airgap", "--targets-file",
+    r = subprocess.run([*COSTGAP, "run", "--targets", "airgap", "--targets-file",
                         str(targets), "--warehouse", str(tmp_path / "wh.duckdb"), "--site", str(tmp_path / "site"),
                         "--results", str(tmp_path / "results")], cwd=REPO, env=env, capture_output=True,
                        text=True, timeout=300)
@@ -157,7 +157,7 @@ def test_cloud_price_credentials_reach_no_output(tmp_path):
     runs = [(["tencent", "--replay", str(REPO / "tests" / "fixtures" / "tencent")], 0),
             (["alibaba", "--replay", str(_refused_alibaba(tmp_path))], 1)]
     for args, expected in runs:
-        r = subprocess.run([sys.executable, "-m", "flows.cli", "prices", "refresh", "--source", *args, *common],
+        r = subprocess.run([*COSTGAP, "prices", "refresh", "--source", *args, *common],
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         logs += [r.stdout, r.stderr]
         assert r.returncode == expected, r.stdout + r.stderr

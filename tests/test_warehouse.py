@@ -4,7 +4,6 @@ rebuild from the results store gives the same fact tables as incremental landing
 from __future__ import annotations
 
 import subprocess
-import sys
 from datetime import timedelta
 
 import duckdb
@@ -13,7 +12,7 @@ import pytest
 from flows.landing import land_into
 from flows.rebuild import rebuild
 from tasks.landing.land import land_paths, record_prefect_attempts
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle, write_raw
 from warehouse import db
 from warehouse.db import WarehouseNotReady, connect, migrations
@@ -127,7 +126,7 @@ def test_rebuild_cli_missing_store_leaves_warehouse(tmp_path):
     con = connect(str(wh))
     land_paths(con, [str(tmp_path / "in")])
     con.close()
-    r = subprocess.run([sys.executable, "-m", "flows.cli", "rebuild", "--from", str(tmp_path / "nope"),
+    r = subprocess.run([*COSTGAP, "rebuild", "--from", str(tmp_path / "nope"),
                         "--warehouse", str(wh)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no such file or directory" in r.stderr
     assert "Traceback" not in r.stderr

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -21,11 +20,10 @@ from datetime import timedelta
 import pytest
 
 from flows.write_slot import slot_name
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle
 from warehouse.db import connect
 
-COSTGAP = [sys.executable, "-m", "flows.cli"]
 PRICE_BOOK = "provider,region,instance_type,billing_mode,currency,price,period,effective_from,source\n"
 
 
