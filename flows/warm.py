@@ -16,13 +16,15 @@ and SIGTERM to the child.
 It serves commands that talk to an API already running: the local server, or the server named by
 PREFECT_API_URL. Never used for a one-shot ephemeral command (COSTGAP_API=ephemeral without
 PREFECT_API_URL: one-shot means nothing resident) or with COSTGAP_WARM=0. It lives beside the local
-server and leaves with it; `python -m flows.warm HOME --beside PID` lives beside any process instead
-(the test suite runs one per session beside its Prefect test server: tests/conftest.py). When the code or the installed packages change after it started, it answers "stale"
-and exits, and the command runs in a fresh process instead (which starts a new warm process). One per
+server and leaves with it; `python -m flows.warm_serve HOME --beside PID` lives beside any process
+instead (the test suite runs one per session beside its Prefect test server: tests/conftest.py). When
+the code or the installed packages change after it started, it answers "stale" and exits, and the command runs in a fresh process instead (which starts a new warm process). One per
 PREFECT_HOME: it holds a lock for its lifetime; `costgap server stop` stops it. If it is gone or does
 not answer, the command simply runs in a fresh process: the warm process only ever saves time.
 
-This module is imported by the entry point before anything heavy: standard library only at the top.
+This module is imported by the entry point before anything heavy: standard library only, and nothing of
+costgap. What the process imports and what a forked command runs come from its own entry point,
+flows/warm_serve.py, the one module that knows both this machinery and the CLI.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 ENV = "COSTGAP_WARM"  # "0": never hand commands to the warm process
 RECORD = "costgap-warm.json"
@@ -44,6 +47,7 @@ LOG = "costgap-warm.log"
 CONNECT_TIMEOUT_S = 2.0
 REPLY_TIMEOUT_S = 60.0  # it forks at once; only a hung warm process takes longer
 PACKAGES = ("flows", "tasks", "warehouse", "reports")
+SERVE_MODULE = "flows.warm_serve"  # the warm process's own entry point: costgap's imports and CLI
 _HEADER = struct.Struct("!I")
 
 
@@ -176,27 +180,6 @@ def _log(line: str) -> None:
     print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}", flush=True)
 
 
-def _preload() -> None:
-    """Everything a command imports on its way: the CLI and its commands, Prefect's client and flows,
-    Great Expectations (bundle validation), DuckDB, polars, pandas, the report's Altair."""
-    import flows.cli  # noqa: F401  (every command module)
-    import flows.landing  # noqa: F401
-    import flows.write_slot  # noqa: F401
-    import great_expectations  # noqa: F401
-    import prefect.client.orchestration  # noqa: F401
-    import prefect.flows  # noqa: F401
-    import tasks.landing.validate  # noqa: F401
-
-
-def _server_alive(record: Path) -> bool:
-    """The local server this process lives beside: its record is there and its process runs."""
-    try:
-        os.kill(int(json.loads(record.read_text())["pid"]), 0)
-        return True
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
 def _logging_env(env) -> dict:
     return {k: v for k, v in env.items() if k.startswith("PREFECT_LOGGING_")}
 
@@ -207,8 +190,10 @@ def _same_logging(env: dict) -> bool:
     return _logging_env(env) == _logging_env(os.environ)
 
 
-def _run_child(req: dict, fds: list[int], conn: socket.socket, listener: socket.socket, wake: int) -> None:
-    """In the forked child: become the command the client asked for, then exit with its code."""
+def _run_child(req: dict, fds: list[int], conn: socket.socket, listener: socket.socket, wake: int,
+               run: Callable[[], None]) -> None:
+    """In the forked child: become the command the client asked for (`run`, with its argv, environment and
+    working directory in place), then exit with its code."""
     import atexit
     import signal
 
@@ -233,13 +218,8 @@ def _run_child(req: dict, fds: list[int], conn: socket.socket, listener: socket.
         import types
 
         sys.modules["__main__"] = types.ModuleType("__main__")  # usage lines say `costgap`, as a fresh one does
-        from prefect.context import refresh_global_settings_context
-
-        refresh_global_settings_context()  # logging was set up at import, from the same settings (_same_logging)
-        from flows.cli import main
-
         try:
-            main()
+            run()
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -261,19 +241,11 @@ def _run_child(req: dict, fds: list[int], conn: socket.socket, listener: socket.
             os._exit(code)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def serve(home: Path, beside: int | None = None) -> int:
-    """Import, then answer commands until stopped (SIGTERM) or until the code changes. It lives beside
-    the local server of `home` (its record), or beside process `beside` when given."""
+def serve(home: Path, *, preload: Callable[[], None], run: Callable[[], None],
+          companion_alive: Callable[[], bool], companion: str) -> int:
+    """Import (`preload`), then answer commands until stopped (SIGTERM), until the code changes, or until
+    its companion (the local server of `home`, or the process it was started beside) is gone. Each
+    command is forked and calls `run` (flows/warm_serve.py gives costgap's imports and its CLI)."""
     import fcntl
     import selectors
     import signal
@@ -287,18 +259,12 @@ def serve(home: Path, beside: int | None = None) -> int:
         _log("another warm process serves this PREFECT_HOME; leaving")
         return 0
     t0 = time.monotonic()
-    _preload()
+    preload()
     import threading
 
     if threading.active_count() > 1:  # forking with other threads alive could copy a held lock
         _log(f"imports started threads ({threading.enumerate()}); not serving")
         return 1
-    server_record = home / "costgap-server.json"  # flows/server.py's RECORD: the warm process lives beside it
-
-    def companion_alive() -> bool:
-        return _pid_alive(beside) if beside else _server_alive(server_record)
-
-    companion = f"process {beside}" if beside else "the local server"
     if not companion_alive():
         _log(f"{companion} went away while the imports ran; not serving")
         return 0
@@ -363,7 +329,7 @@ def serve(home: Path, beside: int | None = None) -> int:
                         continue
                     pid = os.fork()
                     if pid == 0:
-                        _run_child(req, fds, conn, listener, wake_r)
+                        _run_child(req, fds, conn, listener, wake_r, run)
                     for fd in fds:
                         os.close(fd)
                     _send(conn, {"pid": pid})
@@ -463,7 +429,7 @@ def spawn(home: Path) -> None:
         return
     home.mkdir(parents=True, exist_ok=True)
     with open(home / LOG, "a") as log:
-        subprocess.Popen([sys.executable, "-m", "flows.warm", str(home)], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-m", SERVE_MODULE, str(home)], stdin=subprocess.DEVNULL,
                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                          cwd=Path(__file__).resolve().parents[1])
 
@@ -476,7 +442,7 @@ def stop(home: Path, wait_s: float = 10.0) -> dict | None:
     if not found:
         return None
     try:
-        if b"flows.warm" not in Path(f"/proc/{found['pid']}/cmdline").read_bytes():
+        if SERVE_MODULE.encode() not in Path(f"/proc/{found['pid']}/cmdline").read_bytes():
             raise ProcessLookupError  # gone, its pid reused by another process
 
         os.kill(found["pid"], signal.SIGTERM)
@@ -487,19 +453,3 @@ def stop(home: Path, wait_s: float = 10.0) -> dict | None:
     while time.monotonic() < deadline and (home / RECORD).exists():
         time.sleep(0.1)
     return found
-
-
-def _main(argv: list[str]) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m flows.warm", description="Serve costgap commands of one "
-                                     "PREFECT_HOME from one process that did their imports (started by costgap).")
-    parser.add_argument("home", type=Path, help="the PREFECT_HOME whose commands it serves")
-    parser.add_argument("--beside", type=int, metavar="PID",
-                        help="live as long as this process (default: as long as the home's local server)")
-    args = parser.parse_args(argv)
-    return serve(args.home.expanduser().resolve(), beside=args.beside)
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

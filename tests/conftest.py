@@ -64,7 +64,7 @@ def warm_commands(prefect_harness, tmp_path_factory):
     proc = None
     if os.environ.get(warm.ENV) != "0":
         with open(home / warm.LOG, "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "flows.warm", str(home), "--beside", str(os.getpid())],
+            proc = subprocess.Popen([sys.executable, "-m", warm.SERVE_MODULE, str(home), "--beside", str(os.getpid())],
                                     cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
     try:
