@@ -24,6 +24,7 @@ def _valid(fts, atts):
         Attempt.model_validate(a)
 
 
+@pytest.mark.timed  # the quick profile's 60 s budget, on this box: measured alone, not beside the heavy tests
 def test_tiny_finishes_within_60s_with_falling_loss_and_valid_records():
     t0 = time.perf_counter()
     sampler = Sampler(t0=time.time()).start()  # no NVML on this host: telemetry empty, energy NULL
@@ -93,6 +94,7 @@ def test_precision_choice_by_capability():
     assert fpresets.param_dtypes("full", "fp16") == (torch.float32, torch.float32)  # fp32 master weights
 
 
+@pytest.mark.timed  # trains within the same 60 s budget
 def test_fp16_gradscaler_path_trains():
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60, options={**FAST, "precision": "fp16"})
     _valid(fts, atts)
