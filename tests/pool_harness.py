@@ -21,6 +21,8 @@ from pathlib import Path
 
 import psutil
 
+from flows import warm
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SERVER_START_S = 120  # a cold `prefect server start` (migrations, services) on a busy 2-core box
@@ -73,8 +75,11 @@ class Harness:
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "Harness":
         try:
-            self.start("server", ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)])
+            server = self.start("server", ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)])
             self._wait_healthy()
+            if self.env.get(warm.ENV) != "0":
+                Path(self.env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)  # `costgap` commands fork from it (flows/warm.py), once it is ready
+                self.start("warm", ["python", "-m", warm.SERVE_MODULE, self.env["PREFECT_HOME"], "--beside", str(server.pid)])
         except BaseException:
             self.stop_all()
             raise
@@ -129,9 +134,22 @@ class Harness:
             raise AssertionError(f"{' '.join(argv)} exited {res.returncode}:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
         return res
 
+    def create_pool(self, pool: str) -> None:
+        """A process work pool with Prefect's default template, as `prefect work-pool create --type process
+        --overwrite` makes it, through the API from this process (a CLI start is seconds of CPU)."""
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.actions import WorkPoolCreate
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.workers.process import ProcessWorker
+
+        with temporary_settings({PREFECT_API_URL: self.api}), get_client(sync_client=True) as c:
+            c.create_work_pool(WorkPoolCreate(name=pool, type="process",
+                                              base_job_template=ProcessWorker.get_default_base_job_template()),
+                               overwrite=True)
+
     def worker(self, pool: str, name: str | None = None) -> subprocess.Popen:
         """A process worker polling `pool` (the pool is created first)."""
-        self.run(["prefect", "work-pool", "create", pool, "--type", "process", "--overwrite"])
+        self.create_pool(pool)
         return self.start(name or f"worker-{pool}", ["prefect", "worker", "start", "--pool", pool,
                                                    "--type", "process", "--name", name or f"worker-{pool}"])
 
