@@ -123,35 +123,3 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("costgap figures")
         for line in lines:
             terminalreporter.write_line(line)
-
-
-def _weight(item) -> tuple[float, bool]:
-    """How long a test is expected to hold its worker: its own timeout where it raised the default (the
-    scenario tests: servers, workers, flows), then whether it is marked slow."""
-    mark = item.get_closest_marker("timeout")
-    return (float(mark.args[0]) if mark and mark.args else 0.0), item.get_closest_marker("slow") is not None
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under xdist, start the long tests first, one per worker. The worksteal scheduler hands each worker
-    a contiguous slice of the collection and lets idle workers steal the tail of a busy one's slice; in
-    file order the longest scenario tests could start last and run on alone at the end (the pool fan-out
-    did: minutes 9 to 12 of a 12-minute run). So the slow tests, longest first, are dealt round-robin to
-    the heads of the slices, and the quick ones fill the slices behind them."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if workers < 2:
-        return
-    slow = sorted((i for i in items if _weight(i) > (0.0, False)), key=_weight, reverse=True)  # stable
-    picked = {id(i) for i in slow}
-    quick = [i for i in items if id(i) not in picked]
-    sizes, left = [], len(items)
-    for k in range(workers):  # the scheduler's split: worksteal.check_schedule, pending // nodes remaining
-        sizes.append(left // (workers - k))
-        left -= sizes[-1]
-    heads = [slow[k::workers] for k in range(workers)]
-    ordered = []
-    for k in range(workers):
-        take = max(0, sizes[k] - len(heads[k]))
-        ordered += heads[k] + quick[:take]
-        quick = quick[take:]
-    items[:] = ordered + quick

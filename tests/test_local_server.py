@@ -72,7 +72,6 @@ def _landed(wh: Path) -> int:
         return con.execute("select count(*) from runs").fetchone()[0]
 
 
-@pytest.mark.timeout(1500)  # ten cold commands and two server starts: minutes in the busy suite
 def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(machine, tmp_path):
     wh = tmp_path / "wh.duckdb"
     bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(12)]
