@@ -15,10 +15,25 @@ help:
 	@echo "make test   - install into $(VENV) and run the test suite"
 	@echo "make bench  - run the project's benchmarks and print their figures"
 
+EXTRAS   := .[probe,test,clouds,redis]
+
+# uv installs the same pins as pip in about a quarter of the time (23.6 s against 92 s here). It
+# looks only where it is told: the CPU torch file lies in the machine's find-links folder
+# ($$PIP_FIND_LINKS), and without that folder uv would take PyPI's multi-GB CUDA build, so the
+# install falls back to pip (slower, same result) there, saying so. Bytecode is compiled at install,
+# as pip does, because this machine sets PYTHONDONTWRITEBYTECODE: without .pyc files in site-packages
+# every command would compile its imports again.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[probe,test,clouds,redis]"
+	@if [ -n "$$PIP_FIND_LINKS" ] && $(BIN)/python -m pip install -q --disable-pip-version-check uv; then \
+	  echo "$(BIN)/uv pip install $(TORCH) -e \"$(EXTRAS)\" (find-links $$PIP_FIND_LINKS)"; \
+	  $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode \
+	    --find-links "$$PIP_FIND_LINKS" "$(TORCH)" -e "$(EXTRAS)"; \
+	else \
+	  echo "make: installing with pip (no PIP_FIND_LINKS for uv to find the CPU torch, or no uv)"; \
+	  $(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)" && \
+	  $(BIN)/python -m pip install -q --disable-pip-version-check -e "$(EXTRAS)"; \
+	fi
 	@touch $(STAMP)
 
 run: $(STAMP)

@@ -60,8 +60,8 @@ def _servers(port: str) -> list[psutil.Process]:
     return found
 
 
-def _costgap(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    r = subprocess.run([*COSTGAP, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+def _costgap(env: dict, *args: str, check: bool = True, entry: list[str] = COSTGAP) -> subprocess.CompletedProcess:
+    r = subprocess.run([*entry, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     if check:
         assert r.returncode == 0, f"costgap {' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr[-3000:]}"
     return r
@@ -72,10 +72,32 @@ def _landed(wh: Path) -> int:
         return con.execute("select count(*) from runs").fetchone()[0]
 
 
+def _warm_beside_this_test(env: dict) -> int:
+    """A warm process for the test's PREFECT_HOME living as long as this pytest process (flows/warm_serve.py
+    --beside), before any server exists: the ingests below go through the `costgap` entry point and are
+    forked from it instead of each paying ~5 s of CPU for its imports. A forked command runs the same
+    server-start code as a fresh one (flows/server.py: the start lock, the record, the health wait); they
+    reach it within milliseconds of each other, a tighter race than fresh processes staggered by their
+    imports. The machine fixture kills it (its record) after the test."""
+    from flows import warm
+
+    home = Path(env["PREFECT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / warm.LOG, "ab") as log:
+        subprocess.Popen([sys.executable, "-m", warm.SERVE_MODULE, str(home), "--beside", str(os.getpid())],
+                         cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    return _warm_ready(home)
+
+
 def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(machine, tmp_path):
+    from flows import warm
+
     wh = tmp_path / "wh.duckdb"
     bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(12)]
-    procs = [subprocess.Popen([*COSTGAP, "ingest", str(b), "--warehouse", str(wh)], cwd=REPO, env=machine,
+    warm_pid = _warm_beside_this_test(machine)
+    launch = [sys.executable, "-m", "flows.launch"]  # the `costgap` entry point: forked from the warm process
+    procs = [subprocess.Popen([*launch, "ingest", str(b), "--warehouse", str(wh)], cwd=REPO, env=machine,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for b in bundles[:10]]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
     for code, out, err in outs:
@@ -92,7 +114,7 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
 
     # 2. SIGKILL between two commands: noticed, replaced in one line, the command lands, nothing lost
     os.kill(servers[0].pid, signal.SIGKILL)
-    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh))
+    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=launch)
     gone = [ln for ln in r.stderr.splitlines() if "is gone; starting a new one" in ln]
     assert len(gone) == 1 and str(servers[0].pid) in gone[0], r.stderr
     assert _landed(wh) == 11
@@ -100,8 +122,11 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
     assert new.pid != servers[0].pid
 
     # a later command reuses it without a word about starting
-    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh))
+    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=launch)
     assert STARTED not in r.stderr and "duplicates 1" in r.stdout
+    # all twelve were forked from the one warm process (its log has a line per command served)
+    assert (Path(machine["PREFECT_HOME"]) / warm.LOG).read_text().count(": pid ") == 12
+    assert warm.read(Path(machine["PREFECT_HOME"]))["pid"] == warm_pid
 
     # 3. stop; status then says not running (exit 1); a stale record with a dead pid is replaced
     assert "stopped Prefect's local server" in _costgap(machine, "server", "stop").stdout

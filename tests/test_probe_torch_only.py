@@ -4,8 +4,9 @@ torch itself pulls in) runs `python -m tasks.probe --profile quick` from this ch
     .venv/bin/pytest -q tests/test_probe_torch_only.py
 
 The venv is built once under $COSTGAP_TEST_CACHE (default ~/.cache/costgap), one per Python version
-and torch pin, and reused while its torch imports; pip's own cache makes a rebuild quick. When pip
-cannot fetch torch the test fails with pip's last lines: it is never skipped. The pin is the
+and torch pin, and reused while its torch imports; uv (the Makefile's installer, whose cache already
+holds torch) builds it in about a second, pip (with its own cache) where there is no uv. When the
+installer cannot fetch torch the test fails with its last lines: it is never skipped. The pin is the
 Makefile's; TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" (pip arguments)
 fetches the CPU build where the pip config does not point at it.
 """
@@ -42,12 +43,17 @@ def _torch_only_python() -> Path:
         if ready.exists() and subprocess.run([python, "-c", "import torch"], env=CLEAN_ENV).returncode == 0:
             return python
         ready.unlink(missing_ok=True)
-        subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True, env=CLEAN_ENV)
-        pip = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                              *shlex.split(TORCH)],
-                             capture_output=True, text=True, env=CLEAN_ENV, timeout=900)
+        uv, links = Path(sys.executable).with_name("uv"), os.environ.get("PIP_FIND_LINKS")
+        if uv.exists() and links:  # the Makefile's installer: torch comes from its cache (~1 s, not ~25 s)
+            subprocess.run([uv, "venv", "-q", "--clear", "-p", sys.executable, venv], check=True, env=CLEAN_ENV)
+            install = [uv, "pip", "install", "-q", "--python", python, "--find-links", links]
+        else:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True, env=CLEAN_ENV)
+            install = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        pip = subprocess.run([*install, *shlex.split(TORCH)], capture_output=True, text=True, env=CLEAN_ENV,
+                             timeout=900)
         if pip.returncode != 0:
-            pytest.fail(f"pip could not install {TORCH} into {venv}:\n{(pip.stdout + pip.stderr)[-2000:]}")
+            pytest.fail(f"{install[0]} could not install {TORCH} into {venv}:\n{(pip.stdout + pip.stderr)[-2000:]}")
         ready.write_text(TORCH + "\n")
     return python
 
