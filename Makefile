@@ -46,9 +46,10 @@ browser:
 	  || echo "chromium not installed: the browser test will be skipped"; }
 
 # pytest-xdist: most of the suite's time is spent waiting on servers and child processes, so more
-# workers than this 2-core box has cores finish sooner; each worker has its own Prefect test server. Three,
-# not four: 580 s against 687 s for the parallel part here (each worker adds a server, a warm process
-# and its imports, ~40 CPU-s, to a suite that keeps both cores busy).
+# workers than this 2-core box has cores finish sooner; each worker has its own Prefect test server. Three or
+# four: both keep the two cores busy (each worker adds a server, a warm process and its imports, ~40 CPU-s);
+# measured here, 3 workers 580-704 s and 4 workers 687-779 s for the parallel part, with the box's speed
+# varying by about 30% between runs: no clear winner.
 TEST_WORKERS ?= 3
 
 # Tests marked `timed` assert a wall-clock budget (the fine-tune's 60 s): they run after the parallel
