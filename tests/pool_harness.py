@@ -50,6 +50,19 @@ def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
     return [p.pid for p in procs]
 
 
+def kill_recorded(prefect_home: Path) -> None:
+    """Kill the local server and the warm process beside it by their records in this PREFECT_HOME (what
+    `costgap server stop` ends, without a command's imports); a missing record is skipped."""
+    import json
+
+    from flows import server
+
+    for name in (server.RECORD, warm.RECORD):
+        record = Path(prefect_home) / name
+        if record.exists():
+            kill_tree(json.loads(record.read_text())["pid"])
+
+
 class Harness:
     """A temp PREFECT_HOME, a server on a free loopback port, and named background processes."""
 

@@ -22,7 +22,6 @@ The figure line says how much of the time each hog spun.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -36,7 +35,7 @@ import pytest
 
 from tests.conftest import REPO, SUMMARY
 from tests.factories import bundle_doc, write_bundle
-from tests.pool_harness import free_port, kill_tree
+from tests.pool_harness import free_port, kill_recorded
 
 STARTS = 10
 WAVE = 5  # cold starts at once (each its own PREFECT_HOME, port and warehouse)
@@ -74,11 +73,8 @@ def _finish(started) -> tuple[float, float]:
     try:
         code = proc.wait(timeout=900)
     finally:
-        if mode == "local":  # the server and the warm process beside it, by their records (what `costgap
-            for name in ("costgap-server.json", "costgap-warm.json"):  # server stop` does, without a command's imports)
-                record = home / "prefect-home" / name
-                if record.exists():
-                    kill_tree(json.loads(record.read_text())["pid"])
+        if mode == "local":
+            kill_recorded(home / "prefect-home")
     wall = time.monotonic() - t0
     stdout, stderr = (home / "stdout").read_text(), (home / "stderr").read_text()
     assert code == 0, f"cold start {i + 1} ({mode}) failed:\n{stdout[-3000:]}\n{stderr[-3000:]}"

@@ -26,9 +26,9 @@ import duckdb
 import psutil
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import COSTGAP as ENTRY, REPO
 from tests.factories import bundle_doc, write_bundle
-from tests.pool_harness import free_port, kill_tree
+from tests.pool_harness import free_port, kill_recorded, kill_tree
 
 pytestmark = pytest.mark.slow
 COSTGAP = [sys.executable, "-m", "flows.cli"]
@@ -42,10 +42,7 @@ def machine(tmp_path):
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), COSTGAP_SERVER_PORT=str(free_port()),
                COSTGAP_API="local", PREFECT_LOGGING_LEVEL="WARNING")
     yield env
-    for name in ("costgap-server.json", "costgap-warm.json"):  # the server, and the warm process beside it
-        record = tmp_path / "prefect-home" / name
-        if record.exists():
-            kill_tree(json.loads(record.read_text())["pid"])
+    kill_recorded(tmp_path / "prefect-home")  # the server, and the warm process beside it
     for p in _servers(env["COSTGAP_SERVER_PORT"]):
         kill_tree(p.pid)
 
@@ -96,8 +93,7 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
     wh = tmp_path / "wh.duckdb"
     bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(12)]
     warm_pid = _warm_beside_this_test(machine)
-    launch = [sys.executable, "-m", "flows.launch"]  # the `costgap` entry point: forked from the warm process
-    procs = [subprocess.Popen([*launch, "ingest", str(b), "--warehouse", str(wh)], cwd=REPO, env=machine,
+    procs = [subprocess.Popen([*ENTRY, "ingest", str(b), "--warehouse", str(wh)], cwd=REPO, env=machine,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for b in bundles[:10]]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
     for code, out, err in outs:
@@ -114,7 +110,7 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
 
     # 2. SIGKILL between two commands: noticed, replaced in one line, the command lands, nothing lost
     os.kill(servers[0].pid, signal.SIGKILL)
-    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=launch)
+    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=ENTRY)
     gone = [ln for ln in r.stderr.splitlines() if "is gone; starting a new one" in ln]
     assert len(gone) == 1 and str(servers[0].pid) in gone[0], r.stderr
     assert _landed(wh) == 11
@@ -122,7 +118,7 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
     assert new.pid != servers[0].pid
 
     # a later command reuses it without a word about starting
-    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=launch)
+    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=ENTRY)
     assert STARTED not in r.stderr and "duplicates 1" in r.stdout
     # all twelve were forked from the one warm process (its log has a line per command served)
     assert (Path(machine["PREFECT_HOME"]) / warm.LOG).read_text().count(": pid ") == 12
