@@ -8,10 +8,12 @@ command in local mode starts this process in the background: it imports everythi
 once, and listens on a unix socket private to this user (a 0700 directory under the temp dir, one
 socket per PREFECT_HOME). The `costgap` entry point (flows/launch.py) hands it the command: argv,
 working directory, environment and its own stdin/stdout/stderr (passed as file descriptors). It forks;
-the child takes those over and runs the command exactly as a fresh process would (the Prefect settings
-are re-read from the command's environment), and the warm process reports the child's exit status
-back (a command killed by a signal kills the client with the same signal). The client forwards SIGINT
-and SIGTERM to the child.
+the child first tells the client its pid, then takes those over and runs the command exactly as a fresh
+process would (the Prefect settings are re-read from the command's environment), and the warm process
+reports the child's exit status back (a command killed by a signal kills the client with the same
+signal). The client forwards SIGINT and SIGTERM to the child. A client that never hears a pid (the warm
+process died with the connection in its backlog, or before forking) knows nothing ran and runs the
+command itself.
 
 It serves commands that talk to an API already running: the local server, or the server named by
 PREFECT_API_URL. Never used for a one-shot ephemeral command (COSTGAP_API=ephemeral without
@@ -142,12 +144,17 @@ def delegate(argv: list[str]) -> int | None:
         replies = sock.makefile("rb")
         try:
             reply = _read(replies)
-        except (OSError, ValueError) as e:  # it has the command: running it here too could run it twice
+        except ConnectionError:
+            # The connection died before any child said "pid": the command was not started (the forked
+            # child sends its pid itself, before it runs anything), e.g. the warm process was killed
+            # with this connection still in its backlog. A fresh process does the command.
+            return None
+        except (OSError, ValueError) as e:  # no answer in time: it may have the command; never run it twice
             sys.stderr.write(f"costgap: error: the warm process took this command but did not answer ({e}); "
                              f"run it again with {ENV}=0 to run it without the warm process\n")
             return 1
         if not reply or "pid" not in reply:
-            return None  # stale (code changed) or refused before running anything: a fresh process does it
+            return None  # stale, refused, or gone before forking: nothing ran, a fresh process does it
         sock.settimeout(None)
         child = reply["pid"]
         import signal
@@ -167,7 +174,8 @@ def delegate(argv: list[str]) -> int | None:
             return 1
         if done.get("signal"):  # the command died of a signal: so does this process, as a fresh one would
             sys.stdout.flush()
-            signal.signal(done["signal"], signal.SIG_DFL)
+            if done["signal"] not in (signal.SIGKILL, signal.SIGSTOP):  # their action cannot be set (EINVAL)
+                signal.signal(done["signal"], signal.SIG_DFL)
             os.kill(os.getpid(), done["signal"])
         return int(done["code"])
     finally:
@@ -200,7 +208,13 @@ def _run_child(req: dict, fds: list[int], conn: socket.socket, listener: socket.
     code = 1
     try:
         listener.close()
-        conn.close()
+        # The child, not the warm process, tells the client it runs the command, before running anything:
+        # a client that never hears "pid" knows nothing ran (and runs the command itself), even when the
+        # warm process is killed between this fork and any reply of its own.
+        try:
+            _send(conn, {"pid": os.getpid()})
+        finally:
+            conn.close()
         os.close(wake)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
@@ -332,8 +346,7 @@ def serve(home: Path, *, preload: Callable[[], None], run: Callable[[], None],
                         _run_child(req, fds, conn, listener, wake_r, run)
                     for fd in fds:
                         os.close(fd)
-                    _send(conn, {"pid": pid})
-                    children[pid] = conn
+                    children[pid] = conn  # the child says "pid" on conn itself; this process says its exit code
                     sel.register(conn, selectors.EVENT_READ, pid)  # the client says nothing more unless it dies
                     served += 1
                     _log(f"command {served}: pid {pid}: costgap {' '.join(req['argv'])[:200]}")

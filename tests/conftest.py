@@ -11,8 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 # The `costgap` entry point (flows/launch.py) as a test runs it: handed to the session's warm process when
-# it answers (a fork, ~0.1 s CPU), else a fresh process. Tests about a fresh process (cold starts, crash
-# points) run `python -m flows.cli` instead.
+# it answers (a fork, ~0.1 s CPU), else a fresh process. Tests about a fresh process (cold starts, the
+# one-shot mode) run `python -m flows.cli` instead.
 COSTGAP = [sys.executable, "-m", "flows.launch"]
 
 # Set before the session's warm process imports (it serves only commands with the same logging settings).

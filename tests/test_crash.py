@@ -1,7 +1,10 @@
 """Crash safety: a real `costgap ingest` SIGKILLed at each landing point leaves the warehouse at
 its last committed state; re-running lands the rest, with no duplicate rows.
 
-The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/landing/land.py (CRASH_POINTS)."""
+The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/landing/land.py (CRASH_POINTS). The
+ingests go through the `costgap` entry point, so each is a child forked from the session's warm process
+(flows/warm.py) that dies of the SIGKILL mid-transaction, exactly as a fresh process would, and its client
+dies of the same signal; `costgap run` in the one-shot mode (never forked) is a fresh process."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import pytest
 
 from flows.landing import land_into
 from tasks.landing.land import CRASH_POINTS
-from tests.conftest import REPO
+from tests.conftest import COSTGAP, REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect
 
@@ -57,8 +60,8 @@ def crashed(bundles, tmp_path_factory):
         wh = str(tmp_path_factory.mktemp("crash") / "wh.duckdb")
         connect(wh).close()  # the previous committed state: an empty, migrated warehouse
         env = dict(os.environ, COSTGAP_CRASH_AT=point)
-        procs[point] = (wh, subprocess.Popen(
-            [sys.executable, "-m", "flows.cli", "ingest", str(bundles), "--warehouse", wh,
+        procs[point] = (wh, subprocess.Popen(  # the `costgap` entry point: forked from the session's warm
+            [*COSTGAP, "ingest", str(bundles), "--warehouse", wh,  # process, it dies of SIGKILL and so does its client
              "--batch-size", str(BATCH)], cwd=REPO, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True))
     out = {}
