@@ -26,50 +26,68 @@ def warehouse_file(tmp_path: Path) -> Path:
     return tmp_path / "wh.duckdb"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def prefect_harness():
-    """A real, temporary Prefect server and database for the whole test session.
-
-    Every warehouse write takes the `warehouse-write` slot (flows/write_slot.py), so every test
-    needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
-    (a test of a cold start removes it from the child's environment)."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    before = os.environ.get("PREFECT_API_URL")
-    with prefect_test_harness(server_startup_timeout=120):
-        os.environ["PREFECT_API_URL"] = PREFECT_API_URL.value()
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("PREFECT_API_URL", None)
-            else:
-                os.environ["PREFECT_API_URL"] = before
+# One Prefect test server and one warm process for the whole run, shared by every xdist worker (issue 23:
+# "a shared server for tests that only need an API"). The controlling pytest process starts both when the
+# session starts, before it spawns the workers, without waiting for either: the workers collect while the
+# server migrates its database and the warm process imports. Each worker waits for /api/health in its
+# session fixture below. Tests that need a server of their own (a cold start, the local server, work pools
+# and automations, PostgreSQL) start one themselves (tests/pool_harness.py).
+SHARED_API = "COSTGAP_TEST_API_URL"  # set by the controller, inherited by the workers
+SHARED_HOME = "COSTGAP_TEST_PREFECT_HOME"
+SHARED_PID = "COSTGAP_TEST_SERVER_PID"
+SERVER_START_S = 180  # migrations on an empty SQLite database while the workers collect: ~20 s, minutes when busy
+_shared: dict = {}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def warm_commands(prefect_harness, tmp_path_factory):
-    """One warm process per test session (per xdist worker), beside this pytest process (flows/warm.py).
+def _die_with_parent() -> None:
+    """In a child before exec: SIGTERM when the pytest process that started it dies (PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
 
-    The session's PREFECT_HOME becomes a temp folder (nothing of the user's ~/.prefect is touched), and
-    every `costgap` child that talks to the session's test server (COSTGAP above) is forked from a
-    process that did the imports once, instead of paying ~4 s of CPU for them: the suite's largest cost
-    on a 2-core box. Until it is ready (a few seconds), and with COSTGAP_WARM=0, commands run fresh."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """In the controlling process only (a worker has `workerinput`): start the shared server and warm process."""
+    import tempfile
+
+    if hasattr(session.config, "workerinput") or SHARED_API in os.environ:
+        return
     from flows import warm
+    from tests.pool_harness import free_port
 
-    before = os.environ.get("PREFECT_HOME")
-    home = tmp_path_factory.mktemp("prefect-home")
-    os.environ["PREFECT_HOME"] = str(home)
-    proc = None
+    root = Path(tempfile.mkdtemp(prefix="costgap-test-server-"))
+    home = root / "prefect-home"
+    home.mkdir()
+    port = free_port()
+    # Prefect's own test server, run as prefect_test_harness runs it (SubprocessASGIServer): uvicorn on the
+    # app factory, ephemeral services, no UI, a temporary SQLite database; here, one for all workers.
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+           "PREFECT__SERVER_FINAL": "1",
+           "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect-test.db'}"}
+    env.pop("PREFECT_API_URL", None)
+    with open(root / "server.log", "ab") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host",
+             "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent)
+    _shared.update(root=root, server=server)
     if os.environ.get(warm.ENV) != "0":
         with open(home / warm.LOG, "ab") as log:
-            proc = subprocess.Popen([sys.executable, "-m", warm.SERVE_MODULE, str(home), "--beside", str(os.getpid())],
-                                    cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-    try:
-        yield home
-    finally:
+            _shared["warm"] = subprocess.Popen(
+                [sys.executable, "-m", warm.SERVE_MODULE, str(home), "--beside", str(os.getpid())],
+                cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    os.environ.update({SHARED_API: f"http://127.0.0.1:{port}/api", SHARED_HOME: str(home),
+                       SHARED_PID: str(server.pid)})
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    for name in ("warm", "server"):
+        proc = _shared.pop(name, None)
         if proc is not None:
             proc.terminate()
             try:
@@ -77,6 +95,68 @@ def warm_commands(prefect_harness, tmp_path_factory):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+    root = _shared.pop("root", None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_healthy(url: str, pid: int, log: Path) -> None:
+    import time
+    import urllib.request
+
+    from flows.procs import alive
+
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if not alive(pid, None):
+            pytest.fail(f"the session's Prefect test server (pid {pid}) exited:\n"
+                        f"{log.read_text(errors='replace')[-3000:] if log.exists() else '(no log)'}")
+        time.sleep(0.25)
+    pytest.fail(f"the session's Prefect test server at {url} did not answer within {SERVER_START_S} s")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_harness():
+    """The run's shared Prefect test server (above), once it answers.
+
+    Every warehouse write takes the `warehouse-write` slot of its warehouse file (flows/write_slot.py), so
+    every test needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
+    (a test of a cold start removes it from the child's environment)."""
+    from flows.api import use
+
+    url = os.environ[SHARED_API]
+    _wait_healthy(url, int(os.environ[SHARED_PID]), Path(os.environ[SHARED_HOME]).parent / "server.log")
+    before = os.environ.get("PREFECT_API_URL")
+    use(url)
+    try:
+        yield url
+    finally:
+        if before is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_commands(prefect_harness):
+    """The run's one warm process (flows/warm.py), started beside the controlling pytest process above.
+
+    The session's PREFECT_HOME is the shared server's temp folder (nothing of the user's ~/.prefect is
+    touched), and every `costgap` child that talks to the shared test server (COSTGAP above) is forked from
+    a process that did the imports once, instead of paying ~4 s of CPU for them: the suite's largest cost
+    on a 2-core box. Until it is ready (a few seconds), and with COSTGAP_WARM=0, commands run fresh."""
+    before = os.environ.get("PREFECT_HOME")
+    home = Path(os.environ[SHARED_HOME])
+    os.environ["PREFECT_HOME"] = str(home)
+    try:
+        yield home
+    finally:
         if before is None:
             os.environ.pop("PREFECT_HOME", None)
         else:

@@ -58,8 +58,11 @@ def _start(i: int, root):
     home = root / f"run-{i}"
     home.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    # COSTGAP_WARM=0: a local start spawns the warm process (flows/warm.py) only after the API answers, so
+    # it bears on nothing measured here, and it would cost ~5 CPU-s of imports per start, killed unused
+    # (tests/test_local_server.py tests it). The start itself is the same.
     env.update(PREFECT_HOME=str(home / "prefect-home"), PREFECT_LOGGING_LEVEL="WARNING", COSTGAP_API=mode,
-               COSTGAP_SERVER_PORT=str(free_port()))
+               COSTGAP_SERVER_PORT=str(free_port()), COSTGAP_WARM="0")
     out, err = open(home / "stdout", "w"), open(home / "stderr", "w")  # files: a server child may outlive a pipe
     proc = subprocess.Popen(_command(i, home, mode), cwd=REPO, env=env, stdout=out, stderr=err)
     out.close()

@@ -4,14 +4,13 @@ its last committed state; re-running lands the rest, with no duplicate rows.
 The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/landing/land.py (CRASH_POINTS). The
 ingests go through the `costgap` entry point, so each is a child forked from the session's warm process
 (flows/warm.py) that dies of the SIGKILL mid-transaction, exactly as a fresh process would, and its client
-dies of the same signal; `costgap run` in the one-shot mode (never forked) is a fresh process."""
+dies of the same signal; so is the killed `costgap run`."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 
@@ -94,26 +93,27 @@ def test_compare_flow_killed_while_landing_reruns_without_duplicates(tmp_path):
     """`costgap run` SIGKILLed inside its landing transaction, then run again: one run, and no
     attempt or dispatch row twice.
 
-    The re-run uses a fresh Prefect home: on the same Prefect database it would wait for the
-    "warehouse-write" concurrency slot the killed run still holds until its lease expires
-    (prefect.concurrency.sync.concurrency lease_duration, 300 s by default; flows/compare.py)."""
+    Both runs go through the `costgap` entry point on the session's Prefect server, as a person's two
+    commands on one machine do (the first forked from the session's warm process dies of the SIGKILL, and
+    so does its client). The killed run still holds its warehouse's write slot (flows/write_slot.py): the
+    re-run finds the holder recorded beside the warehouse dead and frees the slot at once, instead of
+    waiting for the lease to expire."""
     inbox = tmp_path / "inbox"
     write_bundle(inbox, bundle_doc(target="airgap", seq=3))
     targets = tmp_path / "targets.toml"
     targets.write_text(f'[[target]]\nid = "airgap"\ndispatch = "import"\ninbox = "{inbox}"\n')
     wh = str(tmp_path / "wh.duckdb")
-    args = [sys.executable, "-m", "flows.cli", "run", "--targets", "airgap", "--targets-file", str(targets),
+    args = [*COSTGAP, "run", "--targets", "airgap", "--targets-file", str(targets),
             "--warehouse", wh, "--site", str(tmp_path / "site"), "--results", str(tmp_path / "results")]
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect-home"), COSTGAP_API="ephemeral")  # one-shot
-    env.pop("PREFECT_API_URL", None)
-    log = tmp_path / "run1.log"  # a file, not a pipe: the orphaned server child would hold a pipe open
+    env = dict(os.environ)
+    log = tmp_path / "run1.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(args, cwd=REPO, env=dict(env, COSTGAP_CRASH_AT="before_commit"),
                                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             proc.wait(timeout=300)
         finally:
-            try:  # the flow's temporary Prefect server lives in the same process group: end it too
+            try:  # a fresh process (the warm one not ready yet) dies with everything it started
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
@@ -122,7 +122,6 @@ def test_compare_flow_killed_while_landing_reruns_without_duplicates(tmp_path):
     con = connect(wh, read_only=True)
     assert con.execute("select count(*) from runs").fetchall() == [(0,)]
     con.close()
-    env["PREFECT_HOME"] = str(tmp_path / "prefect-home-2")
     log2 = tmp_path / "run2.log"
     with open(log2, "w") as fh:
         again = subprocess.Popen(args, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
