@@ -54,7 +54,10 @@ TEST_WORKERS ?= 3
 
 # Tests marked `timed` assert a wall-clock budget (the fine-tune's 60 s): they run after the parallel
 # part, alone on the box, so the heavy scenario tests' load cannot make them miss it.
-test: $(STAMP) browser
+# The install and the browser are independent: made side by side (a fresh machine waits for the slower,
+# not for both).
+test:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) browser
 	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal --durations=10 -m "not timed"
 	$(BIN)/python -m pytest -q -ra -m timed
 
