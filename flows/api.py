@@ -7,12 +7,13 @@ Three ways, in this order:
 2. COSTGAP_API=local (the default): the machine's local Prefect server (flows/server.py), started in
    the background by the first command that needs it and reused by every later one; its URL is put
    into this process's settings and environment, so flows, clients and child processes all use it.
-3. COSTGAP_API=ephemeral: Prefect's ephemeral server inside this one command, gone when it ends (the
+3. COSTGAP_API=ephemeral: Prefect's ephemeral server for this one command, gone when it ends (the
    old default; for CI-like one-shot runs). Prefect starts it lazily and gives it 20 s
    (`server.ephemeral.startup_timeout_seconds`); on a fresh PREFECT_HOME on a busy 2-core box that
-   took 19-60 s, so costgap starts that same server itself (Prefect's `SubprocessASGIServer` is one
-   instance per process, so every later client call reuses it) and waits up to
-   COSTGAP_API_START_TIMEOUT_S (default 300 s), saying every few seconds that it is still starting.
+   took 19-60 s, so costgap starts that same server process itself (Prefect's own command line, without
+   importing Prefect's server package into the command), waits up to COSTGAP_API_START_TIMEOUT_S
+   (default 300 s), saying every few seconds that it is still starting, and points this process and
+   its children at it (PREFECT_API_URL) until the command exits.
 
 When no server can be had, one line says what to do (exit 1).
 """
@@ -20,7 +21,8 @@ When no server can be had, one line says what to do (exit 1).
 from __future__ import annotations
 
 import os
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -32,7 +34,7 @@ from warehouse.db import env_seconds
 START_TIMEOUT_S = 300.0  # a cold PREFECT_HOME took up to ~60 s under load here; 5x that before giving up
 START_TIMEOUT_ENV = "COSTGAP_API_START_TIMEOUT_S"
 TICK_S = 10.0  # a progress line this often while the server starts
-POLL_S = 0.5  # how often the start is checked for a server process that died
+EPHEMERAL_POLL_S = 0.25  # how often the ephemeral server is asked for its health while it starts
 HEALTH_TIMEOUT_S = 10.0  # a running server answers /health in milliseconds
 
 
@@ -81,52 +83,106 @@ def use(url: str) -> None:
     refresh_global_settings_context()
 
 
+_ephemeral_server: dict = {}  # this process's one-shot server: {"proc", "url"}
+
+
+def ephemeral_server_argv(port: int) -> list[str]:
+    """Prefect's ephemeral API server as Prefect itself runs it (`SubprocessASGIServer`: uvicorn on the app
+    factory, lifespan on), started here without importing the server package into the command (4.6 s of
+    CPU against 1.2 s for Prefect's client on this 2-core box). Its environment: ephemeral_server_env()."""
+    return [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host",
+            "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+
+
+def ephemeral_server_env(base: dict | None = None) -> dict[str, str]:
+    """The environment Prefect gives that server: no UI, its ephemeral set of services."""
+    env = dict(os.environ if base is None else base)
+    env.update(PREFECT_UI_ENABLED="0", PREFECT__SERVER_EPHEMERAL="1", PREFECT__SERVER_FINAL="1")
+    env.pop("PREFECT_API_URL", None)
+    return env
+
+
+def _stop_ephemeral() -> None:
+    proc = _ephemeral_server.pop("proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _ephemeral(say: Callable[[str], None], timeout: float) -> str:
-    """Prefect's ephemeral server, started inside this process with progress and a long timeout."""
+    """An ephemeral Prefect API server for this command only, with progress and a long timeout; this
+    process and its children are pointed at it, and it is stopped when the command exits."""
+    import atexit
+
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         raise ApiUnavailable("no Prefect API: PREFECT_API_URL is unset and the ephemeral server is disabled "
                              "(PREFECT_SERVER_EPHEMERAL_ENABLED); set one of them")
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    if server.running:
-        return server.api_url
+    proc = _ephemeral_server.get("proc")
+    if proc is not None and proc.poll() is None:
+        return _ephemeral_server["url"]
     # The embedded server's telemetry heartbeat writes to the same fresh SQLite file while it migrates
     # ("database is locked" tracebacks on a busy box); an explicit user setting still wins.
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    t0 = time.monotonic()
-    failure: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            server.start(timeout=max(1, int(timeout)))
-        except BaseException as e:  # handed to the waiting thread, which raises it
-            failure.append(e)
-
     say("starting Prefect's local API server (ephemeral, for this command only: COSTGAP_API=ephemeral)")
-    starter = threading.Thread(target=start, name="costgap-api-start", daemon=True)
-    starter.start()
+    t0 = time.monotonic()
     next_tick = t0 + TICK_S
-    while starter.is_alive():
-        starter.join(POLL_S)
-        proc = getattr(server, "server_process", None)
-        code = proc.poll() if proc is not None else None
-        if starter.is_alive() and code not in (None, 3):  # 3: port taken, Prefect retries on another port
+
+    def spawn() -> tuple[subprocess.Popen, str]:
+        port = _free_port()
+        child = subprocess.Popen(ephemeral_server_argv(port), env=ephemeral_server_env(),
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        _ephemeral_server.update(proc=child)
+        return child, f"http://127.0.0.1:{port}/api"
+
+    atexit.register(_stop_ephemeral)
+    proc, url = spawn()
+    while not _answers(url):
+        code = proc.poll()
+        if code == 3:  # the port was taken between choosing and binding it: another one, as Prefect does
+            proc, url = spawn()
+            continue
+        if code is not None:
             raise ApiUnavailable(f"Prefect's local API server exited with code {code} while starting; run "
                                  "`prefect server start` to see why, or set PREFECT_API_URL to a running server")
-        if starter.is_alive() and time.monotonic() >= next_tick:
+        now = time.monotonic()
+        if now - t0 > timeout:
+            _stop_ephemeral()
+            raise ApiUnavailable(f"Prefect's local API server did not start within {timeout:.0f} s; raise "
+                                 f"{START_TIMEOUT_ENV}, or start a server (prefect server start) and set "
+                                 "PREFECT_API_URL")
+        if now >= next_tick:
             next_tick += TICK_S
-            say(f"  Prefect's local API is still starting ({time.monotonic() - t0:.0f} s; a fresh "
+            say(f"  Prefect's local API is still starting ({now - t0:.0f} s; a fresh "
                 f"PREFECT_HOME creates its database first; up to {timeout:.0f} s)")
-    if failure:
-        first = (str(failure[0]).strip().splitlines() or [type(failure[0]).__name__])[0][:300]
-        raise ApiUnavailable(f"Prefect's local API server did not start within {timeout:.0f} s ({first}); "
-                             f"raise {START_TIMEOUT_ENV}, or start a server (prefect server start) and set "
-                             "PREFECT_API_URL")
+        time.sleep(EPHEMERAL_POLL_S)
+    _ephemeral_server["url"] = url
+    use(url)
     say(f"Prefect API ready in {time.monotonic() - t0:.1f} s")
-    return server.api_url
+    return url
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
 
 
 def _make_home() -> None:

@@ -55,24 +55,20 @@ def pytest_sessionstart(session):
     if hasattr(session.config, "workerinput") or SHARED_API in os.environ:
         return
     from flows import warm
+    from flows.api import ephemeral_server_argv, ephemeral_server_env
     from tests.pool_harness import free_port
 
     root = Path(tempfile.mkdtemp(prefix="costgap-test-server-"))
     home = root / "prefect-home"
     home.mkdir()
     port = free_port()
-    # Prefect's own test server, run as prefect_test_harness runs it (SubprocessASGIServer): uvicorn on the
-    # app factory, ephemeral services, no UI, a temporary SQLite database; here, one for all workers.
-    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-           "PREFECT__SERVER_FINAL": "1",
-           "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect-test.db'}"}
-    env.pop("PREFECT_API_URL", None)
+    # Prefect's own test server, run as prefect_test_harness runs it (SubprocessASGIServer's command line:
+    # flows/api.py, the same as costgap's one-shot mode), on a temporary SQLite database, for all workers.
+    env = ephemeral_server_env({**os.environ, "PREFECT_HOME": str(home),
+                                "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect-test.db'}"})
     with open(root / "server.log", "ab") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "prefect.server.api.server:create_app", "--host",
-             "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent)
+        server = subprocess.Popen(ephemeral_server_argv(port), cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     _shared.update(root=root, server=server)
     if os.environ.get(warm.ENV) != "0":
         with open(home / warm.LOG, "ab") as log:
