@@ -49,11 +49,17 @@ def _die_with_parent() -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
-    """In the controlling process only (a worker has `workerinput`): start the shared server and warm process."""
+    """Under pytest-xdist, in the controlling process (it has the `dsession` plugin; a worker has
+    `workerinput`): start the shared server and warm process before the workers are spawned. Without
+    xdist, the first test that needs an API starts them (prefect_harness): a run of only `timed` tests
+    (make test's second part) starts no server to compete with the budget they assert."""
+    if session.config.pluginmanager.getplugin("dsession") is not None and SHARED_API not in os.environ:
+        _start_shared()
+
+
+def _start_shared() -> None:
     import tempfile
 
-    if hasattr(session.config, "workerinput") or SHARED_API in os.environ:
-        return
     from flows import warm
     from flows.api import ephemeral_server_argv, ephemeral_server_env
     from tests.pool_harness import free_port
@@ -117,15 +123,17 @@ def _wait_healthy(url: str, pid: int, log: Path) -> None:
     pytest.fail(f"the session's Prefect test server at {url} did not answer within {SERVER_START_S} s")
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def prefect_harness():
-    """The run's shared Prefect test server (above), once it answers.
+    """The run's shared Prefect test server (above), once it answers (started here without xdist).
 
     Every warehouse write takes the `warehouse-write` slot of its warehouse file (flows/write_slot.py), so
     every test needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
     (a test of a cold start removes it from the child's environment)."""
     from flows.api import use
 
+    if SHARED_API not in os.environ:
+        _start_shared()
     url = os.environ[SHARED_API]
     _wait_healthy(url, int(os.environ[SHARED_PID]), Path(os.environ[SHARED_HOME]).parent / "server.log")
     before = os.environ.get("PREFECT_API_URL")
@@ -139,7 +147,7 @@ def prefect_harness():
             os.environ["PREFECT_API_URL"] = before
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def warm_commands(prefect_harness):
     """The run's one warm process (flows/warm.py), started beside the controlling pytest process above.
 
@@ -157,6 +165,14 @@ def warm_commands(prefect_harness):
             os.environ.pop("PREFECT_HOME", None)
         else:
             os.environ["PREFECT_HOME"] = before
+
+
+@pytest.fixture(autouse=True)
+def _api(request):
+    """Every test but a `timed` one gets the shared server and warm process (first of the autouse fixtures,
+    so no test's own environment change is in force when the session fixtures export theirs)."""
+    if request.node.get_closest_marker("timed") is None:
+        request.getfixturevalue("warm_commands")
 
 
 @pytest.fixture(autouse=True)
