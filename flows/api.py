@@ -133,19 +133,19 @@ def _ephemeral(say: Callable[[str], None], timeout: float) -> str:
     t0 = time.monotonic()
     next_tick = t0 + TICK_S
 
-    def spawn() -> tuple[subprocess.Popen, str]:
-        port = _free_port()
+    def spawn() -> tuple[subprocess.Popen, int]:
+        port = free_port()
         child = subprocess.Popen(ephemeral_server_argv(port), env=ephemeral_server_env(),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         _ephemeral_server.update(proc=child)
-        return child, f"http://127.0.0.1:{port}/api"
+        return child, port
 
     atexit.register(_stop_ephemeral)
-    proc, url = spawn()
-    while not _answers(url):
+    proc, port = spawn()
+    while not local_server.healthy(port, timeout_s=2):
         code = proc.poll()
         if code == 3:  # the port was taken between choosing and binding it: another one, as Prefect does
-            proc, url = spawn()
+            proc, port = spawn()
             continue
         if code is not None:
             raise ApiUnavailable(f"Prefect's local API server exited with code {code} while starting; run "
@@ -161,28 +161,20 @@ def _ephemeral(say: Callable[[str], None], timeout: float) -> str:
             say(f"  Prefect's local API is still starting ({now - t0:.0f} s; a fresh "
                 f"PREFECT_HOME creates its database first; up to {timeout:.0f} s)")
         time.sleep(EPHEMERAL_POLL_S)
+    url = f"http://127.0.0.1:{port}/api"
     _ephemeral_server["url"] = url
     use(url)
     say(f"Prefect API ready in {time.monotonic() - t0:.1f} s")
     return url
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now (the OS picks it)."""
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _answers(url: str) -> bool:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 def _make_home() -> None:

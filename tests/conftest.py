@@ -102,27 +102,6 @@ def pytest_unconfigure(config):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_healthy(url: str, pid: int, log: Path) -> None:
-    import time
-    import urllib.request
-
-    from flows.procs import alive
-
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if not alive(pid, None):
-            pytest.fail(f"the session's Prefect test server (pid {pid}) exited:\n"
-                        f"{log.read_text(errors='replace')[-3000:] if log.exists() else '(no log)'}")
-        time.sleep(0.25)
-    pytest.fail(f"the session's Prefect test server at {url} did not answer within {SERVER_START_S} s")
-
-
 @pytest.fixture(scope="session")
 def prefect_harness():
     """The run's shared Prefect test server (above), once it answers (started here without xdist).
@@ -130,21 +109,23 @@ def prefect_harness():
     Every warehouse write takes the `warehouse-write` slot of its warehouse file (flows/write_slot.py), so
     every test needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
     (a test of a cold start removes it from the child's environment)."""
+    from urllib.parse import urlsplit
+
     from flows.api import use
+    from flows.procs import alive
+    from tests.pool_harness import wait_healthy
 
     if SHARED_API not in os.environ:
         _start_shared()
-    url = os.environ[SHARED_API]
-    _wait_healthy(url, int(os.environ[SHARED_PID]), Path(os.environ[SHARED_HOME]).parent / "server.log")
-    before = os.environ.get("PREFECT_API_URL")
-    use(url)
-    try:
+    url, pid = os.environ[SHARED_API], int(os.environ[SHARED_PID])
+    log = Path(os.environ[SHARED_HOME]).parent / "server.log"
+    wait_healthy(urlsplit(url).port, lambda: not alive(pid, None), f"the session's Prefect test server (pid {pid})",
+                 lambda: log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)",
+                 timeout_s=SERVER_START_S, poll_s=0.25)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_API_URL", url)  # restored when the session ends
+        use(url)
         yield url
-    finally:
-        if before is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = before
 
 
 @pytest.fixture(scope="session")
@@ -155,16 +136,9 @@ def warm_commands(prefect_harness):
     touched), and every `costgap` child that talks to the shared test server (COSTGAP above) is forked from
     a process that did the imports once, instead of paying ~4 s of CPU for them: the suite's largest cost
     on a 2-core box. Until it is ready (a few seconds), and with COSTGAP_WARM=0, commands run fresh."""
-    before = os.environ.get("PREFECT_HOME")
-    home = Path(os.environ[SHARED_HOME])
-    os.environ["PREFECT_HOME"] = str(home)
-    try:
-        yield home
-    finally:
-        if before is None:
-            os.environ.pop("PREFECT_HOME", None)
-        else:
-            os.environ["PREFECT_HOME"] = before
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PREFECT_HOME", os.environ[SHARED_HOME])  # restored when the session ends
+        yield Path(os.environ[SHARED_HOME])
 
 
 @pytest.fixture(autouse=True)

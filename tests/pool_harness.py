@@ -12,26 +12,35 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
+from typing import Callable
 
 import psutil
 
 from flows import warm
+from flows.api import free_port  # noqa: F401  (tests take the port helper from here)
+from flows.server import healthy
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SERVER_START_S = 120  # a cold `prefect server start` (migrations, services) on a busy 2-core box
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def wait_healthy(port: int, gone: Callable[[], bool], what: str, tail: Callable[[], str],
+                 timeout_s: float = SERVER_START_S, poll_s: float = 0.5) -> None:
+    """Block until the Prefect server on loopback `port` answers /api/health (flows/server.py's check);
+    RuntimeError with the end of its log if it exits (`gone`) or does not answer within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if healthy(port, timeout_s=2):
+            return
+        if gone():
+            raise RuntimeError(f"{what} exited:\n{tail()}")
+        time.sleep(poll_s)
+    raise RuntimeError(f"{what} not healthy after {timeout_s:.0f} s:\n{tail()}")
 
 
 def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
@@ -102,18 +111,8 @@ class Harness:
         self.stop_all()
 
     def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + SERVER_START_S
-        while time.monotonic() < deadline:
-            if self.procs["server"].poll() is not None:
-                raise RuntimeError(f"prefect server exited:\n{self.tail('server')}")
-            try:
-                with urllib.request.urlopen(f"{self.api}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"prefect server not healthy after {SERVER_START_S} s:\n{self.tail('server')}")
+        wait_healthy(self.port, lambda: self.procs["server"].poll() is not None, "prefect server",
+                     lambda: self.tail("server"))
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "ab")
