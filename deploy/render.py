@@ -2,6 +2,7 @@
 
     python -m deploy.render > deploy/prefect.yaml                          # after editing targets.toml
     python -m deploy.render --targets-file /tmp/t.toml --out /tmp/prefect.yaml
+    COSTGAP_TARGETS=/tmp/t.toml python -m deploy.render                  # the file as every command finds it
 
 The shipped deploy/prefect.yaml is exactly this script's output for deploy/targets.toml
 (tests/test_compare_deploy.py checks it), so a new target needs one edit, not two.
@@ -19,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from flows.settings import DEFAULT_TARGETS
+from flows.settings import DEFAULT_TARGETS, targets_path
 from tasks.dispatch.targets import load_targets
 
 CONTROL_POOL = "costgap-control"  # process pool where compare/report/prices run (next to the warehouse)
@@ -129,10 +130,11 @@ def render(targets_file: str | Path = DEFAULT_TARGETS) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m deploy.render", description=__doc__.splitlines()[0])
-    ap.add_argument("--targets-file", default=DEFAULT_TARGETS)
+    ap.add_argument("--targets-file", default=None,
+                    help=f"targets file (default: $COSTGAP_TARGETS, then {DEFAULT_TARGETS})")
     ap.add_argument("--out", default="-", help="file to write, '-' for stdout")
     args = ap.parse_args(argv)
-    text = render(args.targets_file)
+    text = render(targets_path(args.targets_file))  # the flag, then $COSTGAP_TARGETS: as every command
     if args.out == "-":
         sys.stdout.write(text)
     else:

@@ -30,6 +30,24 @@ def test_shipped_prefect_yaml_is_rendered_from_shipped_targets():
             assert pool_of[t.id] == t.work_pool
 
 
+def test_render_takes_the_targets_file_from_costgap_targets_and_the_flag_over_it(tmp_path, monkeypatch):
+    from deploy.render import main
+
+    files = {}
+    for name in ("from-env", "from-flag"):
+        files[name] = tmp_path / f"{name}.toml"
+        files[name].write_text(f'[[target]]\nid = "{name}"\ndispatch = "pool"\nwork_pool = "pool-{name}"\n')
+    monkeypatch.setenv("COSTGAP_TARGETS", str(files["from-env"]))
+    main(["--out", str(tmp_path / "env.yaml")])
+    probes = {d["name"] for d in yaml.safe_load((tmp_path / "env.yaml").read_text())["deployments"]
+              if d["entrypoint"].endswith(":probe")}
+    assert probes == {"from-env"}
+    main(["--targets-file", str(files["from-flag"]), "--out", str(tmp_path / "flag.yaml")])
+    probes = {d["name"] for d in yaml.safe_load((tmp_path / "flag.yaml").read_text())["deployments"]
+              if d["entrypoint"].endswith(":probe")}
+    assert probes == {"from-flag"}
+
+
 def test_shipped_pool_templates_are_the_generator_output():
     by_id = {t.id: t for t in load_targets("deploy/targets.toml")}
     for name in ("aws-g5-xlarge", "aws-p5-48xlarge"):
