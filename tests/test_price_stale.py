@@ -11,6 +11,7 @@ C: never priced: every stale field is null, never false. Real DuckDB files, the 
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 from typer.testing import CliRunner
@@ -91,7 +92,32 @@ def test_gap_and_tiers_flag_the_line_that_shows_the_cost(tmp_path):
     assert all(by["C"][k] is None for k in STALE_KEYS)
     lines = _cli("tiers", "--window", "3650d", "--warehouse", str(wh)).splitlines()
     for ln in (ln for ln in lines if " A " in ln and "1M tokens" in ln):
-        assert "STALE price (confirmed 39 d before the window's end)" in ln  # ends at the newest run
+        assert "STALE price: confirmed 39 d before the window's end" in ln  # ends at the newest run
+
+
+def test_tiers_flags_every_line_and_row_whose_cost_comes_from_a_stale_price(tmp_path):
+    """Tier lines (cost per 1M tokens at the tier's size) and derived lines (cost to train N tokens) alike:
+    A's window price is stale, B's is not, C has none."""
+    wh = tmp_path / "w.duckdb"
+    _world(wh)
+    shown = 0
+    for ln in _cli("tiers", "--window", "3650d", "--warehouse", str(wh)).splitlines():
+        words = ln.replace("/", " ").split()
+        who = next((w for w in words[:4] if w in ("A", "B", "C")), None)
+        costs = "USD/1M tokens" in ln or re.search(r"tokens in [^,]+, [0-9.e+]+ USD", ln)
+        if who is None or not costs:
+            continue
+        shown += 1
+        assert ("STALE price: confirmed 39 d before the window's end" in ln) == (who == "A"), ln
+    assert shown == 6  # A and B in two tiers each (>13B fits neither), and each one's cost to train
+    got = json.loads(_cli("tiers", "--json", "--window", "3650d", "--warehouse", str(wh)))
+    rows = [(r, r["cost_per_mtok"]) for r in got["tiers"]] + [(r, r["cost_to_train"]) for r in got["derived"]]
+    priced = [r for r, c in rows if c is not None]
+    assert len(priced) == 6
+    for r in priced:
+        assert r["price_stale_at_window_end"] is (r["target"] == "A"), r
+        assert r["price_age_days_at_window_end"] == (39 if r["target"] == "A" else 0)
+    assert all(r["price_stale_at_window_end"] is None for r, _ in rows if r["target"] == "C")
 
 
 def test_table_rows_equal_the_rule(tmp_path):

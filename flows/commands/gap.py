@@ -232,8 +232,7 @@ def tiers_cmd(
     for r in tiers:
         cost = f"{r['cost_per_mtok']:.4g} {currency}/1M tokens" if r["cost_per_mtok"] is not None else "no cost"
         mark = "*" if r["recommended"] else " "
-        stale = (f"STALE price (confirmed {r['price_age_days_at_window_end']} d before the window's end) "
-                 if r["price_stale_at_window_end"] and r["cost_per_mtok"] is not None else "")
+        stale = f"{_window_flag(r).strip()}; " if r["cost_per_mtok"] is not None and _window_flag(r) else ""
         today = "today's price STALE " if r["price_stale_today"] else ""
         typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{today}"
                    f"{'ASSUMED ' if r['assumed'] else ''}{r['reason']}")
@@ -242,8 +241,9 @@ def tiers_cmd(
                if r["kwh_per_mtok"] is not None else "energy not measured")
         hours = f"{r['hours_to_train']:.4g} h" if r["hours_to_train"] is not None else "?"
         money = f"{r['cost_to_train']:.4g} {currency}" if r["cost_to_train"] is not None else "no price"
+        stale = _window_flag(r) if r["cost_to_train"] is not None else ""  # the cost to train is C x N
         typer.echo(f"  {r['target']}/{r['preset']}: {r['tokens_per_gpu_day']:.4g} tokens/GPU-day; {train_tokens:.3g} "
-                   f"tokens in {hours}, {money}; {kwh}")
+                   f"tokens in {hours}, {money}; {kwh}{stale}")
 
 
 def register(app: typer.Typer) -> None:
