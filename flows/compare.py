@@ -130,6 +130,7 @@ def dispatch_target(t: Target, profile: str, results: str, skip: list[str], work
 
 def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
     """Land one target's bundles, Prefect attempts and dispatches row, holding warehouse-write."""
+    from tasks.cost.estimate_track import score as score_estimates
     from tasks.landing.land import land_paths, record_prefect_attempts
 
     log = get_run_logger()
@@ -137,6 +138,8 @@ def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
         if o.bundle_uris:
             summary = land_paths(con, o.bundle_uris, source="flow")
             fanout.apply_landing(o, summary)
+            if summary.landed:  # an estimate is scored when its measurement lands (issue 37.6)
+                score_estimates(con)
             log.info("%s: %s", o.target, summary.as_text())
         added = record_prefect_attempts(con, fanout.attempt_rows(o))
         fanout.record_dispatches(con, fanout.dispatch_rows(compare_run_id, [o]))

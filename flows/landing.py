@@ -28,7 +28,14 @@ def land_into(warehouse: str, paths: list[str], *, source: str = "cli", batch_si
     for batch, done in batches(files, batch_size):
         prepared = prepare(batch)
         with writer(warehouse, timeout_s, progress) as con:
-            summary.merge(commit(con, prepared, source=source))
+            got = commit(con, prepared, source=source)
+            if got.landed:  # an estimate is scored when its measurement lands (issue 37.6)
+                from tasks.cost.estimate_track import score
+
+                scored = score(con)
+                if scored and progress:
+                    progress(f"estimate: scored {len(scored)} recorded estimate(s) against this landing")
+            summary.merge(got)
         if progress and len(files) > batch_size:
             progress(done)
     return summary

@@ -202,3 +202,53 @@ def test_leave_one_target_out(cal):
     # an A10 "measured" 20x slower than the H200 (the datasheets say ~8x): every estimate reads high, scored so
     assert all(r["error"] > 0.3 for r in got["rows"] if r["target"] == "a10")
     assert all(r["error"] < -0.3 for r in got["rows"] if r["target"] == "only")
+
+
+def test_estimates_are_scored_when_bundles_measured_before_them_land_after_them(world, tmp_path):
+    """Issue 37.6: an estimate is scored against the first measurement that *landed* after it was recorded,
+    whatever the run's own start time, and at the landing itself (`costgap ingest`), not at the next
+    `costgap estimate --record`."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import COSTGAP, REPO
+    from tests.factories import bundle_doc, write_bundle
+    from warehouse.db import connect
+
+    path = tmp_path / "w.duckdb"
+    shutil.copy(world, path)
+    con = connect(str(path))
+    con.execute("insert into targets (target, provider, region, instance_type, gpu_model, gpu_count) values "
+                "('a10-two', 'p', 'r', 'a10.other', 'A10', 1)")
+    at = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=5)
+    est_rows = [r for r in candidates(con, "1b", options(), at) if r["target"] in ("a10-box", "a10-two")]
+    assert sorted(r["status"] for r in est_rows) == ["estimate", "estimate"]
+    assert track.record(con, est_rows, at) == 2
+    con.close()
+    x = {r["target"]: r["tokens_per_s"] for r in est_rows}
+    measured = {"a10-box": x["a10-box"], "a10-two": x["a10-two"] / 5}  # on the estimate; a fifth of it
+    ran = at - timedelta(hours=1)  # measured an hour before the estimates were recorded, landed after them
+    bundles = tmp_path / "b"
+    bundles.mkdir()
+    for i, (t, tps) in enumerate(measured.items()):
+        ft = {"preset": "1b", "status": "ok", "mode": "full", "precision": "bf16", "device": "cuda", "seq_len": 2048,
+              "micro_batch": 4, "steps_warmup": 2, "steps_timed": 5, "tokens_per_s": tps, "step_time_s": [1.17] * 5,
+              "step_time_median_s": 1.17, "mfu": 0.41, "loss_first": 10.9, "loss_last": 9.0,
+              "params_total": 1_100_048_384, "params_trainable": 1_100_048_384, "params_non_embedding": 1_034_512_384}
+        write_bundle(bundles, bundle_doc(target=t, started_at=ran, gpu_name="NVIDIA A10", finetune=[ft], seq=i))
+    r = subprocess.run([*COSTGAP, "ingest", str(bundles), "--warehouse", str(path)], cwd=REPO, capture_output=True,
+                       text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "scored 2 recorded estimate(s)" in r.stderr
+    con = connect(str(path), read_only=True)
+    kept = {k["target"]: k for k in track.track_record(con) if k["preset"] == "1b"}
+    landed = con.execute("select max(landed_at) from runs where target = 'a10-box'").fetchone()[0]
+    con.close()
+    for t, tps in measured.items():
+        k = kept[t]
+        assert k["measured_tokens_per_s"] == pytest.approx(tps) and k["measured_runs"] == 1
+        assert k["error"] == pytest.approx(k["tokens_per_s"] / tps - 1.0)
+        assert k["inside"] is (k["tokens_per_s_lo"] <= tps <= k["tokens_per_s_hi"])
+        assert k["measured_at"] == ran and k["measurement_landed_at"] == landed > at
+    assert kept["a10-box"]["inside"] is True and kept["a10-box"]["error"] == pytest.approx(0.0, abs=1e-9)
+    assert kept["a10-two"]["inside"] is False and kept["a10-two"]["error"] == pytest.approx(4.0)

@@ -4,11 +4,17 @@
     .venv/bin/python -m tests.bench estimate
 
 record(): one `estimates` row per (target, preset) estimate, for targets of the catalog without a
-measurement of the preset. score(): each unscored estimate whose (target, preset) has since been
-measured gets its measurement (the cost model's X over the window ending at the first run after the
-estimate), the error (estimate / measurement - 1) and whether the measurement fell inside the 90%
-interval; written once, kept. held_out(): the published figures in published_figures.json predicted
-by the same estimator (never calibrated on them), with their errors.
+measurement of the preset. score(): each unscored estimate is scored against what the estimator could
+have seen (issue 37.6): the first measurement of its (target, preset) that *landed* after the estimate
+was recorded, whatever the runs' own start times (warehouse/queries/estimate_first_landing.sql). It
+gets that measurement (the cost model's X over the window ending at the newest start among the runs of
+that landing), the error (estimate / measurement - 1) and whether the measurement fell inside the 90%
+interval; written once, kept. The landing path calls score() inside the write slot right after bundles
+land (flows/landing.py, flows/compare.py), so an estimate is scored when its measurement lands, not at
+the next `costgap estimate --record`; it is idempotent, so a later call (that command) scores what an
+earlier one could not. A rebuild starts the estimates table empty (migration 070), so it scores
+nothing. held_out(): the published figures in published_figures.json predicted by the same estimator
+(never calibrated on them), with their errors.
 """
 
 from __future__ import annotations
@@ -46,29 +52,36 @@ def record(con: duckdb.DuckDBPyConnection, rows: list[dict], at: datetime) -> in
 
 
 def score(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[dict]:
-    """Fill in the measurement of every unscored estimate whose (target, preset) has been measured since."""
+    """Score every unscored estimate whose (target, preset) has had a measurement land since it was recorded.
+
+    Returns the rows written (estimate_id, measured_at, measurement_landed_at, measured_runs,
+    measured_tokens_per_s, error, inside, scored_at). An estimate whose measurement cannot be read yet
+    (e.g. no FX rate for the window's price) stays unscored for the next call; the landing that called
+    this is never undone by it."""
     from tasks.cost.table import cost_table
+    from tasks.errors import UserError
+    from tasks.pricing.fx import FxError
+    from warehouse import sql
 
     now = now or datetime.now(timezone.utc)
-    pending = con.execute(
-        "select estimate_id, target, preset, estimated_at, tokens_per_s, tokens_per_s_lo, tokens_per_s_hi "
-        "from estimates where measured_at is null").fetchall()
     scored = []
-    for eid, target, preset, at, x, lo, hi in pending:
-        first = con.execute(
-            "select min(r.started_at) from runs r join finetunes f using (run_id) where r.target = ? and f.preset = ?"
-            " and f.status = 'ok' and r.started_at > ?", [target, preset, at]).fetchone()[0]
-        if first is None:
+    for e in sql.rows(con, "estimate_first_landing"):
+        try:
+            got = [r for r in cost_table(con, as_of=e["measured_at"], targets=[e["target"]], today=now).to_dicts()
+                   if r["preset"] == e["preset"] and r["tokens_per_s"]]
+        except (FxError, UserError):
             continue
-        got = [r for r in cost_table(con, as_of=first, targets=[target]).to_dicts() if r["preset"] == preset]
         if not got:
             continue
         m = got[0]["tokens_per_s"]
-        row = {"estimate_id": eid, "measured_at": first, "measured_runs": got[0]["runs"], "measured_tokens_per_s": m,
-               "error": x / m - 1.0, "inside": lo <= m <= hi, "scored_at": now}
-        con.execute("update estimates set measured_at = $measured_at, measured_runs = $measured_runs, "
-                    "measured_tokens_per_s = $measured_tokens_per_s, error = $error, inside = $inside, "
-                    "scored_at = $scored_at where estimate_id = $estimate_id and measured_at is null", row)
+        row = {"estimate_id": e["estimate_id"], "measured_at": e["measured_at"],
+               "measurement_landed_at": e["measurement_landed_at"], "measured_runs": got[0]["runs"],
+               "measured_tokens_per_s": m, "error": e["tokens_per_s"] / m - 1.0,
+               "inside": bool(e["tokens_per_s_lo"] <= m <= e["tokens_per_s_hi"]), "scored_at": now}
+        con.execute("update estimates set measured_at = $measured_at, measurement_landed_at = $measurement_landed_at, "
+                    "measured_runs = $measured_runs, measured_tokens_per_s = $measured_tokens_per_s, error = $error, "
+                    "inside = $inside, scored_at = $scored_at where estimate_id = $estimate_id and measured_at is null",
+                    row)
         scored.append(row)
     return scored
 
