@@ -136,7 +136,8 @@ def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
     log = get_run_logger()
     with writer(warehouse) as con:
         if o.bundle_uris:
-            summary = land_paths(con, o.bundle_uris, source="flow")
+            inbox_of = o.target if o.dispatch == "import" else None  # a refused file is told under its inbox
+            summary = land_paths(con, o.bundle_uris, source="flow", target=inbox_of)
             fanout.apply_landing(o, summary)
             if summary.landed:  # an estimate is scored when its measurement lands (issue 37.6)
                 score_estimates(con)

@@ -151,3 +151,30 @@ def test_prefect_attempts_and_target_stub(warehouse_file):
     assert con.execute("select count(*) from attempts where source = 'prefect'").fetchall() == [(2,)]
     with pytest.raises(ValueError, match="missing"):
         record_prefect_attempts(con, [{"target": "x", "task": "probe"}])
+
+
+def test_a_refused_file_is_told_under_its_inbox_target_else_the_one_it_names(tmp_path):
+    """The quarantine row of a refused file (what its alert is told under): the target whose inbox held it,
+    else the well-formed `target` the file itself names, else none (costgap.target.unknown)."""
+    from tasks.landing.land import named_target, prepare
+
+    doc = bundle_doc(target="named-t")
+    text = canonical_json(doc).decode()
+    files = {
+        "cut.json": text[: len(text) // 2],  # a cut file names nothing anyone can read
+        "tampered.json": text.replace('"profile":"quick"', '"profile":"full"'),  # parses, names named-t
+        "array.json": "[1, 2]",
+        "hostile.json": '{"schema_version": 2, "target": "../../etc/passwd"}',
+    }
+    for name, body in files.items():
+        write_raw(tmp_path, name, body)
+    paths = [str(tmp_path / n) for n in files]
+
+    def told(target):
+        rows = prepare(paths, target=target).rejected
+        assert len(rows) == len(files)
+        return {r["source_uri"].rsplit("/", 1)[-1]: r["target"] for r in rows}
+
+    assert told(None) == {"cut.json": None, "tampered.json": "named-t", "array.json": None, "hostile.json": None}
+    assert told("box") == dict.fromkeys(files, "box")
+    assert named_target(b"{not json") is None and named_target('{"target": "a.b-1"}') == "a.b-1"

@@ -12,6 +12,9 @@ land_batches row. A crash anywhere before COMMIT leaves the warehouse at its pre
 re-running lands the rest. Rejected files are recorded in `quarantine` too (kind 'rejected',
 bundle_id = sha256 of the raw bytes; for a file over the size limit, of its first 64 KiB and
 size) so the audit trail shows everything that was refused; they never reach a fact table.
+A refused file's quarantine row (and so its alert) names the target whose inbox or results it came from
+when the caller knows it (`target=`, the compare flow's dispatch), else the target the file itself names
+(a JSON object with a well-formed `target`), else none.
 
 Crash-test hook: COSTGAP_CRASH_AT=<point>[:<n>] SIGKILLs this process the n-th time it reaches
 <point>, one of CRASH_POINTS. It exists for tests/test_crash.py and is inert when unset.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import uuid
 from collections import Counter
@@ -33,7 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 import duckdb
 import fsspec
 
-from tasks.bundle import FUTURE_SKEW, MAX_BUNDLE_BYTES, BundleError, parse_bundle
+from tasks.bundle import FUTURE_SKEW, ID_PATTERN, MAX_BUNDLE_BYTES, BundleError, parse_bundle
 from tasks.landing.attempts import record_prefect_attempts, upsert_target_stub  # noqa: F401 (interface)
 from tasks.landing.frames import FrameBatch, check_ranges
 from tasks.landing.validate import describe, validate_frames
@@ -148,10 +152,22 @@ class Prepared:
     in_batch_duplicates: list[str]
     started_at: datetime
     files: int
+    source_target: str | None = None  # the target whose inbox or results the files came from, when known
 
 
-def prepare(files: list[str], *, now: datetime | None = None) -> Prepared:
-    """Parse and validate one batch of files. Pure apart from reading the files."""
+def named_target(raw: bytes | str) -> str | None:
+    """The target a refused file names: its `target`, when it is a JSON object with a well-formed id."""
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    t = doc.get("target") if isinstance(doc, dict) else None
+    return t if isinstance(t, str) and re.fullmatch(ID_PATTERN, t) else None
+
+
+def prepare(files: list[str], *, now: datetime | None = None, target: str | None = None) -> Prepared:
+    """Parse and validate one batch of files. Pure apart from reading the files. `target`: the target
+    whose inbox or results the files came from, when known (what a refused file is told under)."""
     now = now or datetime.now(timezone.utc)
     batch = FrameBatch(landed_at=now, skew=FUTURE_SKEW)
     rejected, seen, dupes, targets = [], set(), [], {}
@@ -162,14 +178,15 @@ def prepare(files: list[str], *, now: datetime | None = None) -> Prepared:
             bundle = parse_bundle(raw, file=shown, now=now)
             check_ranges(bundle, shown)
         except _Oversize as o:
-            rejected.append(_reject_row(shown, o.digest, o.error, "", now))
+            rejected.append(_reject_row(shown, o.digest, o.error, "", now, target))
             continue
         except BundleError as e:
-            rejected.append(_reject_row(shown, hashlib.sha256(raw).hexdigest(), e, raw, now))
+            rejected.append(_reject_row(shown, hashlib.sha256(raw).hexdigest(), e, raw, now,
+                                        target or named_target(raw)))
             continue
         except OSError as e:
             err = BundleError(shown, "<file>", shown, f"cannot be read ({e.strerror or type(e).__name__})")
-            rejected.append(_reject_row(shown, hashlib.sha256(shown.encode()).hexdigest(), err, "", now))
+            rejected.append(_reject_row(shown, hashlib.sha256(shown.encode()).hexdigest(), err, "", now, target))
             continue
         if bundle.bundle_id in seen:
             dupes.append(bundle.bundle_id)
@@ -181,12 +198,13 @@ def prepare(files: list[str], *, now: datetime | None = None) -> Prepared:
     frames = batch.frames()
     outcome = validate_frames(frames, now=now) if seen else None
     _crash("validated")
-    return Prepared(frames, outcome, batch, targets, rejected, dupes, now, len(files))
+    return Prepared(frames, outcome, batch, targets, rejected, dupes, now, len(files), target)
 
 
-def _reject_row(url: str, digest: str, e: BundleError, raw: bytes | str, now: datetime) -> dict:
+def _reject_row(url: str, digest: str, e: BundleError, raw: bytes | str, now: datetime,
+                target: str | None) -> dict:
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-    return {"bundle_id": digest, "source_uri": url, "target": None, "reason": _reason(e),
+    return {"bundle_id": digest, "source_uri": url, "target": target, "reason": _reason(e),
             "failed": json.dumps({"field": e.field, "value": repr(e.value)[:500], "reason": e.reason}),
             "raw": _truncate(text), "quarantined_at": now, "kind": "rejected", "field": e.field,
             "file": url}
@@ -220,7 +238,7 @@ def commit(con: duckdb.DuckDBPyConnection, p: Prepared, *, source: str = "cli") 
             s.quarantined.append((file, rid, why))
             first = failed[rid][0]
             quarantine_rows.append({
-                "bundle_id": rid, "source_uri": file, "target": p.targets[rid], "reason": why,
+                "bundle_id": rid, "source_uri": file, "target": p.source_target or p.targets[rid], "reason": why,
                 "failed": json.dumps(failed[rid], default=str), "raw": _truncate(p.batch.raw[rid]),
                 "quarantined_at": p.started_at, "kind": "quarantined",
                 "field": f"{first['suite'].removeprefix('costgap.')}.{first['column']}"})
@@ -285,12 +303,14 @@ def batches(files: list[str], batch_size: int) -> Iterator[tuple[list[str], str]
 
 
 def land_paths(con: duckdb.DuckDBPyConnection, paths: list[str], *, source: str = "cli",
-               batch_size: int = BATCH_SIZE, progress: Callable[[str], None] | None = None) -> LandSummary:
-    """Land every bundle under `paths` through an open writer connection, batch by batch."""
+               batch_size: int = BATCH_SIZE, progress: Callable[[str], None] | None = None,
+               target: str | None = None) -> LandSummary:
+    """Land every bundle under `paths` through an open writer connection, batch by batch. `target`: the
+    target whose inbox or results `paths` are, when known (see prepare)."""
     files, missing = expand(paths)
     summary = LandSummary(rejected=list(missing))
     for batch, done in batches(files, batch_size):
-        summary.merge(commit(con, prepare(batch), source=source))
+        summary.merge(commit(con, prepare(batch, target=target), source=source))
         if progress and len(files) > batch_size:
             progress(done)
     return summary
