@@ -13,8 +13,9 @@ target never holds up the others. Landing (validated by tasks.landing.land) hold
 slot, a Prefect global concurrency limit of 1 (flows/write_slot.py): concurrent compare runs and
 targets queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
 is read back from Prefect and landed as attempts. The flow ends Completed when every target
-landed, Completed named "Partial" (message lists what is missing) when some did, and Failed when
-none did; the summary dict is the flow's result either way.
+landed, Completed named "Partial" (message lists what is missing, and how many files were refused
+beside what landed: such a target is "landed, 1 refused") when some did, and Failed when none did;
+the summary dict is the flow's result either way.
 """
 
 from __future__ import annotations

@@ -98,6 +98,33 @@ def test_landing_summary_sets_status_and_points_attempts_at_the_bundle():
     assert q.status == "quarantined" and q.message == "quarantined 1"
 
 
+
+def _landed_beside(target: str, refused: list[tuple[str, str]]) -> Outcome:
+    o = Outcome(target, "import", "completed")
+    return fanout.apply_landing(o, SimpleNamespace(
+        landed=[f"{target}-r1"], duplicates=[], quarantined=[(f, "b" * 64, why) for f, why in refused[:1]],
+        rejected=refused[1:], as_text=lambda: "landed 1, ..."))
+
+
+def test_targets_that_landed_beside_refused_files_are_landed_and_the_run_partial_never_failed():
+    a = _landed_beside("a", [("inbox-a/bad.json", "expectation failed")])
+    b = _landed_beside("b", [("inbox-b/x.json", "not valid JSON"), ("inbox-b/y.json", "field 'target'")])
+    assert (a.status, a.label, a.ok) == ("landed", "landed, 1 refused", True)
+    assert b.label == "landed, 2 refused" and b.refused[1] == ("inbox-b/y.json", "field 'target'")
+    status, message = fanout.overall([a, b])
+    assert status == "partial" and "no target landed" not in message
+    assert message == "2 of 2 targets landed, 3 file(s) refused: a (1), b (2)"
+    lost = Outcome("c", "pool", "crashed")
+    assert fanout.overall([a, lost]) == ("partial", "1 of 2 targets landed, 1 file(s) refused: a (1); missing: c (crashed)")
+    nothing = fanout.apply_landing(Outcome("d", "import", "completed"), SimpleNamespace(
+        landed=[], duplicates=[], quarantined=[], rejected=[("inbox-d/x.json", "cut")], as_text=lambda: "rejected 1"))
+    assert nothing.status == "quarantined"
+    assert fanout.overall([nothing, lost])[1].startswith("no target landed: d (quarantined), c (crashed)")
+    lines = fanout.outcome_lines([fanout.outcome_dict(o) for o in (a, b, lost)])
+    assert lines[0].split()[:4] == ["a", "landed,", "1", "refused"]
+    assert "      refused inbox-a/bad.json: expectation failed" in lines
+    assert "      refused inbox-b/x.json: not valid JSON" in lines and len(lines) == 6
+
 @pytest.mark.parametrize("url", ["local", "memory://costgap-test"])
 def test_results_store_round_trip(tmp_path, url):
     store = ResultsStore(tmp_path / "store" if url == "local" else url)

@@ -5,9 +5,10 @@
 
 Runs the compare flow (flows/compare.py). With PREFECT_API_URL unset Prefect starts its ephemeral
 API for the run; set it to use a server (and its workers, for `pool` targets). Prints the headline
-cost table and the report's path. Exit 0 when every target landed, 1 when some target is missing
-or the report failed (the flow ended Partial or Failed; the message says which and why), 2 on a
-user error (flows/commands/__init__.py).
+cost table and the report's path, and one line per target ("landed", "landed, 1 refused" with each
+refused file and its reason below it, "failed: why"). Exit 0 when every target landed, 1 when some
+target is missing, a file was refused beside what landed, or the report failed (the flow ended Partial
+or Failed; the message says which and why), 2 on a user error (flows/commands/__init__.py).
 """
 
 from __future__ import annotations
@@ -68,9 +69,10 @@ def run(
     typer.echo("")
     typer.echo(summary.get("headline") or "(no headline table)")
     typer.echo("")
-    for o in summary["outcomes"]:
-        tail = f": {o['message']}" if o["message"] and o["status"] not in ("landed", "duplicate") else ""
-        typer.echo(f"  {o['target']:<28} {o['status']:<11} {o['probe_flow_run_id'] or ''}{tail}")
+    from tasks.dispatch.fanout import outcome_lines
+
+    for line in outcome_lines(summary["outcomes"]):
+        typer.echo(line)
     typer.echo(f"warehouse: {summary['warehouse']}")
     typer.echo(f"report:    {summary.get('index') or '(not built)'}")
     typer.echo(f"{state.name}: {summary['message']}")

@@ -35,10 +35,16 @@ class Outcome:
     message: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (file, why): files landing refused
 
     @property
     def ok(self) -> bool:
         return self.status in OK_STATUSES
+
+    @property
+    def label(self) -> str:
+        """The outcome in words: 'landed', or 'landed, 2 refused' where files were refused beside it."""
+        return f"{self.status}, {len(self.refused)} refused" if self.refused else self.status
 
 
 def worker_live(worker, now: datetime) -> bool:
@@ -104,27 +110,37 @@ def _cancel(client, flow_run_id, msg: str, wait_s: float = 15.0) -> None:
 
 
 def overall(outcomes: list[Outcome]) -> tuple[str, str]:
-    """('completed' | 'partial' | 'failed', a one-line message) for a compare run."""
+    """('completed' | 'partial' | 'failed', a one-line message) for a compare run: 'failed' only when no
+    target landed; a target that landed beside refused files landed, and makes the run partial."""
     ok = [o for o in outcomes if o.ok]
     bad = [o for o in outcomes if not o.ok]
-    if not bad:
-        return "completed", f"{len(ok)} of {len(outcomes)} targets landed"
+    refused = [o for o in ok if o.refused]
     lost = ", ".join(f"{o.target} ({o.status})" for o in bad)
     if not ok:
         return "failed", f"no target landed: {lost}"
-    return "partial", f"{len(ok)} of {len(outcomes)} targets landed; missing: {lost}"
+    message = f"{len(ok)} of {len(outcomes)} targets landed"
+    if not bad and not refused:
+        return "completed", message
+    if refused:
+        message += (f", {sum(len(o.refused) for o in refused)} file(s) refused: "
+                    + ", ".join(f"{o.target} ({len(o.refused)})" for o in refused))
+    return "partial", message + (f"; missing: {lost}" if bad else "")
 
 
 def apply_landing(o: Outcome, summary) -> Outcome:
-    """Set an outcome's status from a tasks.landing.land.LandSummary of its bundles."""
+    """Set an outcome's status from a tasks.landing.land.LandSummary of its bundles: landed (or duplicate)
+    when any bundle landed (or was already there), each refused file kept with its reason; quarantined
+    when every file was refused."""
     o.run_ids = list(summary.landed) + list(summary.duplicates)
-    if summary.quarantined or summary.rejected:
-        o.status = "quarantined"
-        o.message = summary.as_text()
-    elif summary.landed:
+    o.refused = [(f, why) for f, _bundle, why in summary.quarantined] + [(f, why) for f, why in summary.rejected]
+    if summary.landed:
         o.status = "landed"
     elif summary.duplicates:
         o.status = "duplicate"
+    elif o.refused:
+        o.status = "quarantined"
+    if o.refused:
+        o.message = summary.as_text()
     return o
 
 
@@ -139,8 +155,21 @@ def outcome_dict(o: Outcome) -> dict:
     return {"target": o.target, "dispatch": o.dispatch, "status": o.status,
             "probe_flow_run_id": o.probe_flow_run_id, "run_ids": list(o.run_ids),
             "bundle_uris": list(o.bundle_uris), "attempts": len(o.attempts), "message": o.message,
+            "label": o.label, "refused": [{"file": f, "reason": why} for f, why in o.refused],
             "duration_s": (o.finished_at - o.started_at).total_seconds()
             if (o.started_at and o.finished_at) else None}
+
+
+def outcome_lines(outcomes: list[dict]) -> list[str]:
+    """`costgap run`'s per-target lines (outcome_dict views): the outcome in words, the probe flow run, and
+    why it did not land; then each refused file with its reason."""
+    lines = []
+    for o in outcomes:
+        landed = o["status"] in OK_STATUSES
+        tail = f": {o['message']}" if o["message"] and not landed and not o["refused"] else ""
+        lines.append(f"  {o['target']:<28} {o['label']:<11} {o['probe_flow_run_id'] or ''}{tail}".rstrip())
+        lines += [f"      refused {r['file']}: {r['reason']}" for r in o["refused"]]
+    return lines
 
 
 def dispatch_rows(compare_run_id: str, outcomes: list[Outcome]) -> list[dict]:
@@ -160,7 +189,7 @@ def outcomes_markdown(outcomes: list[Outcome]) -> str:
              "|---|---|---|---|---|---|"]
     for o in outcomes:
         msg = (o.message or "").replace("|", "/").replace("\n", " ")[:160]
-        lines.append(f"| {o.target} | {o.dispatch} | {o.status} | {o.probe_flow_run_id or ''} | "
+        lines.append(f"| {o.target} | {o.dispatch} | {o.label} | {o.probe_flow_run_id or ''} | "
                      f"{len(o.attempts)} | {msg} |")
     return "\n".join(lines)
 
