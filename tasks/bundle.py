@@ -145,6 +145,20 @@ class Measurement(_Strict):
     conditions: Conditions | None = None
 
 
+class ConfigTried(_Strict):
+    """One configuration the fine-tune considered before its steady-state run (issue 35): every card
+    is measured at its best configuration, found by measurement (tasks/probe/finetune/search.py)."""
+
+    micro_batch: int = Field(ge=1)
+    activation_checkpointing: bool
+    compile: bool
+    estimated_gib: float | None = Field(default=None, ge=0)  # the memory model's figure (presets.estimate_bytes)
+    outcome: Literal["chosen", "slower", "dropped"]
+    tokens_per_s: float | None = Field(default=None, gt=0)  # its short trial; None when it did not run one
+    peak_mem_allocated_gib: float | None = Field(default=None, ge=0)  # over its trial steps
+    reason: str | None = Field(default=None, max_length=1000)  # why dropped (out of memory, dominated), or chosen
+
+
 class Finetune(_Strict):
     """A short fine-tune of one preset: throughput, efficiency, memory, energy and outcome."""
 
@@ -187,6 +201,13 @@ class Finetune(_Strict):
     scaling_efficiency: float | None = Field(default=None, gt=0)
     message: str | None = Field(default=None, max_length=4000)
     conditions: Conditions | None = None
+    # How the configuration was found (issue 35). None: a bundle from before the search ("configuration
+    # not searched"); "searched": candidates from the memory model, each trialled, the fastest measured;
+    # "pinned": --micro-batch and --checkpointing fixed it; "fixed": the profile fixed it (quick).
+    config_search: Literal["searched", "pinned", "fixed"] | None = None
+    configs_tried: list[ConfigTried] = Field(default_factory=list)
+    search_s: float | None = Field(default=None, ge=0)  # wall time of the trials, from the first
+    #   candidate's first step to the choice (it overlaps the GPU warm-up it replaces)
 
     @model_validator(mode="after")
     def _ok_has_throughput(self) -> "Finetune":

@@ -1,4 +1,4 @@
-"""The fine-tune benchmark on CPU: tiny preset end to end, OOM ladder, precision choice, energy NULLs.
+"""The fine-tune benchmark on CPU: tiny preset end to end, out-of-memory in the search, precision choice, energy NULLs.
 
 Every record and attempt is validated against the bundle's Finetune/Attempt models.
 """
@@ -10,7 +10,8 @@ import torch
 
 from tasks.bundle import Attempt, Finetune
 from tasks.probe.finetune import presets as fpresets
-from tasks.probe.finetune.run import FinetuneOptions, classify, plan, run_finetunes
+from tasks.probe.finetune.plan import candidates
+from tasks.probe.finetune.run import FinetuneOptions, classify, run_finetunes
 from tasks.probe.finetune.train import ProbeTimeout, NonFiniteLoss, choose_precision, make_scaler
 from tasks.probe.host.nvml import Sampler
 
@@ -65,14 +66,20 @@ def test_tokens_per_s_comes_from_the_steady_part_of_the_window():
     assert steady_steps([0.5, 1.0], []) == [0.5, 1.0]  # fixed steps: every step counts
 
 
-def test_injected_oom_halves_the_micro_batch_and_records_each_try():
+def test_injected_oom_drops_candidates_in_their_trials_and_halves_only_when_none_fit():
+    """Out of memory in a trial drops that configuration, it is not a failed attempt (issue 35); only
+    when every candidate is out of memory are they tried at half the micro-batch, down to 1."""
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
-                              options={**FAST, "inject_oom_above": 1})
+                              options={**FAST, "inject_oom_above": 1, "trial_s": 0.05})
     _valid(fts, atts)
-    assert [(a["state"], a["error_kind"], a["attempt"]) for a in atts] == [
-        ("failed", "oom", 1), ("failed", "oom", 2), ("completed", None, 3)]
-    assert "micro-batch 4" in atts[0]["message"] and "micro-batch 2" in atts[1]["message"]
-    assert fts[0]["status"] == "ok" and fts[0]["micro_batch"] == 1
+    assert [(a["state"], a["error_kind"], a["attempt"]) for a in atts] == [("completed", None, 1)]
+    r = fts[0]
+    assert r["status"] == "ok" and r["micro_batch"] == 1 and r["activation_checkpointing"] is False
+    tried = {(c["micro_batch"], c["activation_checkpointing"]): c for c in r["configs_tried"]}
+    for key in ((4, False), (4, True), (2, False), (2, True)):
+        assert tried[key]["outcome"] == "dropped" and "out of memory" in tried[key]["reason"], key
+    assert tried[(1, False)]["outcome"] == "chosen"
+    assert tried[(1, True)]["outcome"] == "dropped" and "dominated" in tried[(1, True)]["reason"]
 
 
 def test_nothing_fits_is_not_applicable_not_a_failure():
@@ -80,8 +87,9 @@ def test_nothing_fits_is_not_applicable_not_a_failure():
                               options={**FAST, "inject_oom_above": 0, "activation_checkpointing": True})
     _valid(fts, atts)
     assert fts[0]["status"] == "not_applicable" and fts[0].get("tokens_per_s") is None
-    assert {a["state"] for a in atts} == {"not_applicable"} and {a["error_kind"] for a in atts} == {"oom"}
-    assert len(atts) == 3  # micro-batch 4, 2, 1
+    assert [(a["state"], a["error_kind"]) for a in atts] == [("not_applicable", "oom")]
+    for mb in (4, 2, 1):  # every micro-batch it tried is named
+        assert f"micro-batch {mb}, checkpointing on" in atts[0]["message"], mb
 
 
 def test_precision_choice_by_capability():
@@ -162,16 +170,21 @@ def test_classify_failures():
     assert classify(wrapped) == ("failed", "oom")
 
 
-def test_memory_plan_for_small_cards(monkeypatch):
-    """The first guess on A10/V100-sized cards (estimate only): checkpointing, micro-batch >= 4."""
-    for gib, precision in ((22.0, "bf16"), (31.7, "fp16")):
+def test_candidates_for_small_and_large_cards(monkeypatch):
+    """Candidates from the memory model alone: both configurations where checkpointing reaches a
+    bigger micro-batch, the dominated one marked where it does not, none where nothing fits."""
+    for gib, precision in ((22.0, "bf16"), (31.7, "fp16")):  # A10, V100-sized
         monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d, g=gib: (g * 2**30, g * 2**30))
-        ckpt, mb = plan(fpresets.get_preset("1b"), precision, torch.device("cuda", 0), FinetuneOptions())
-        assert ckpt is True and mb >= 4, (gib, precision, ckpt, mb)
+        cands = candidates(fpresets.get_preset("1b"), precision, torch.device("cuda", 0), FinetuneOptions())
+        plain, ckpt = cands
+        assert not plain.checkpointing and ckpt.checkpointing and not ckpt.dominated, (gib, cands)
+        assert ckpt.micro_batch > plain.micro_batch and ckpt.micro_batch >= 4, (gib, cands)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d: (139 * 2**30, 139 * 2**30))
-    assert plan(fpresets.get_preset("1b"), "bf16", torch.device("cuda", 0), FinetuneOptions()) == (False, 16)
+    plain, ckpt = candidates(fpresets.get_preset("1b"), "bf16", torch.device("cuda", 0), FinetuneOptions())
+    assert (plain.checkpointing, plain.micro_batch, ckpt.checkpointing, ckpt.micro_batch) == (False, 16, True, 16)
+    assert ckpt.dominated and not plain.dominated
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d: (22 * 2**30, 22 * 2**30))
-    assert plan(fpresets.get_preset("7b-full"), "bf16", torch.device("cuda", 0), FinetuneOptions()) is None
+    assert candidates(fpresets.get_preset("7b-full"), "bf16", torch.device("cuda", 0), FinetuneOptions()) == []
 
 
 def test_build_preset_meta_counts_match_the_tinyllama_shape():

@@ -3,6 +3,13 @@
     python -m tasks.probe --profile quick --target local --out results/ [--skip finetune,storage]
     python -m tasks.probe --profile standard --skip gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce \
         --presets 8b-qlora,bert-large --out results/      # fine-tune only, chosen presets
+    python -m tasks.probe --profile standard --presets 8b-lora --micro-batch 2 --checkpointing off \
+        --skip gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce --out results/   # pinned
+
+The fine-tune measures each card at its best configuration, found by measurement: it trials every
+configuration the memory model says fits (checkpointing off at the largest micro-batch, on at the
+largest it allows) and measures the fastest; the bundle lists them all. --micro-batch together with
+--checkpointing pins one configuration for a reproducible run (either alone pins that half).
 
 Exit 0 when a bundle was written (failed benchmarks are data inside it), 2 on a usage error.
 """
@@ -16,7 +23,8 @@ from tasks.probe.profiles import PROFILES
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tasks.probe", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tasks.probe", description="\n".join(__doc__.splitlines()[:1] + __doc__.splitlines()[5:]).strip(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="quick", choices=sorted(PROFILES),
                     help="named recipe: quick (CI/CPU), standard (weekly), full (exhaustive)")
     ap.add_argument("--target", default="local", help="target name recorded in the bundle")
@@ -31,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokenizer", default=None, help="local tokenizer dir (default: byte-level)")
     ap.add_argument("--data", default=None, help="Alpaca-format JSONL for the fine-tune "
                     "(default: the shipped generated sample)")
+    ap.add_argument("--micro-batch", type=int, default=None, metavar="N",
+                    help="pin the fine-tune's micro-batch (default: searched, see above)")
+    ap.add_argument("--checkpointing", choices=["on", "off"], default=None,
+                    help="pin activation checkpointing (default: searched, see above)")
     ap.add_argument("--origin-kind", default="cli", choices=["local", "pool", "import", "cli"])
     ap.add_argument("--flow-run-id", default=None, help="Prefect flow run id, when run by a flow")
     a = ap.parse_args(argv)
@@ -42,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     skip = {s.strip() for s in a.skip.split(",") if s.strip()}
     try:
         ft = {k: v for k, v in (("model", a.model), ("tokenizer", a.tokenizer), ("data", a.data)) if v}
+        if a.micro_batch is not None:
+            ft["micro_batch"] = a.micro_batch
+        if a.checkpointing is not None:
+            ft["activation_checkpointing"] = a.checkpointing == "on"
         presets = [p.strip() for p in a.presets.split(",") if p.strip()] if a.presets else None
         path = run_probe(a.profile, a.target, a.out, origin=origin, data_dir=a.data_dir, skip=skip,
                          finetune_options=ft or None, presets=presets)

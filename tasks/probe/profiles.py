@@ -184,7 +184,8 @@ QUICK = Profile(
     collectives=CollectivesConfig(sizes_mib=(1, 64), iters=5, timeout_s=120.0),
     finetune_presets=("tiny",),
     finetune_budget_s=60.0,
-    finetune_options={"steps": 8},  # fixed steps: CI needs a bounded run, not the steady rule
+    finetune_options={"steps": 8, "search": False},  # fixed steps and configuration: CI needs a
+    #   bounded run, not the steady rule or the configuration search
 )
 
 STANDARD = Profile(

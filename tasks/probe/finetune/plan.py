@@ -1,25 +1,30 @@
-"""Before a fine-tune runs: can the preset run on this device at all, and at which micro-batch.
+"""Before a fine-tune runs: can the preset run on this device at all, and which configurations to try.
 
-    .venv/bin/pytest -q tests/test_finetune.py -k "plan or not_applicable"
+    .venv/bin/pytest -q tests/test_finetune.py -k "plan or not_applicable" tests/test_finetune_search.py
 
 `not_applicable` answers first: a preset whose model library is not installed, a GPU-only preset on
 a CPU, or a QLoRA preset with no working NF4 backend (qlora.py) is not_applicable with the reason,
-never a failure. `plan` then turns the memory model (presets.estimate_bytes) and the card's free
-memory into the first guess of (activation checkpointing, micro-batch); run.py's OOM ladder
-corrects a wrong guess.
+never a failure. `candidates` then turns the memory model (presets.estimate_bytes) and the card's
+free memory into the configurations worth a trial (issue 35): activation checkpointing off at the
+largest micro-batch that fits, and on at the largest micro-batch it allows. No rule of thumb picks
+between them: search.py measures both and keeps the faster. Checkpointing at a micro-batch the plain
+run reaches too is the same step plus a recomputed forward; it is listed as dominated and only run
+if the plain one runs out of memory. A pinned configuration (--micro-batch and --checkpointing) is
+the only candidate.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from tasks.probe.finetune import presets as fpresets
 from tasks.probe.finetune.record import FinetuneOptions
 
-TARGET_TOKENS_PER_STEP = 8192  # below this the GPU idles between kernels: worth checkpointing instead
-MEMORY_HEADROOM = 0.85  # of free memory the first guess may plan to use (fragmentation, workspaces)
+MEMORY_HEADROOM = 0.85  # of free memory a candidate may plan to use (fragmentation, workspaces)
+
 
 
 def not_applicable(p: fpresets.Preset, dev: torch.device) -> tuple[str | None, tuple[str, str] | None]:
@@ -50,34 +55,68 @@ def missing_library(p: fpresets.Preset) -> str | None:
     return None
 
 
-def plan(p: fpresets.Preset, precision: str, device: torch.device, opts: FinetuneOptions):
-    """(activation_checkpointing, first micro-batch), or None when even micro-batch 1 cannot fit."""
-    ckpt_opt = opts.activation_checkpointing
-    if opts.micro_batch is not None:
-        return bool(ckpt_opt), opts.micro_batch
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration to try: checkpointing, micro-batch, and the memory model's estimate."""
+
+    checkpointing: bool
+    micro_batch: int
+    estimated_bytes: float
+    dominated: bool = False  # checkpointing at a micro-batch the plain run reaches too: run only
+    #   if the plain one runs out of memory
+
+    def label(self) -> str:
+        return f"micro-batch {self.micro_batch}, checkpointing {'on' if self.checkpointing else 'off'}"
+
+
+def memory_budget(device: torch.device, opts: FinetuneOptions) -> tuple[float, float]:
+    """(bytes a candidate may plan to use, bytes the card has): free memory x MEMORY_HEADROOM on a
+    GPU, `memory_budget_gib` where given, unbounded on a CPU."""
+    if opts.memory_budget_gib is not None:
+        total = opts.memory_budget_gib * 2**30
+        return total, total
     if device.type != "cuda":
-        return bool(ckpt_opt), p.micro_batch_max
+        return math.inf, math.inf
     free, total = torch.cuda.mem_get_info(device)
     if opts.memory_fraction is not None:
         total = total * opts.memory_fraction
         free = min(free, total)
-    budget = free * MEMORY_HEADROOM
+    return free * MEMORY_HEADROOM, total
 
-    def fit(ckpt: bool) -> int:
-        mb = 1 << int(math.log2(p.micro_batch_max))
-        while mb >= 1 and fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ckpt) > budget:
-            mb //= 2
-        return mb
 
-    if ckpt_opt is not None:
-        mb = fit(ckpt_opt)
-    else:
-        plain, ckpt = fit(False), fit(True)
-        want = min(p.micro_batch_max, max(1, TARGET_TOKENS_PER_STEP // p.seq_len))
-        ckpt_opt, mb = (False, plain) if plain >= want or ckpt <= plain else (True, ckpt)
-    if mb >= 1:
-        return ckpt_opt, mb
-    ckpt_opt = True if opts.activation_checkpointing is None else ckpt_opt
-    if fpresets.estimate_bytes(p, 1, precision=precision, checkpointing=ckpt_opt) > total:
-        return None  # clearly too big for this card: do not even try
-    return ckpt_opt, 1
+def largest_fit(p: fpresets.Preset, precision: str, ckpt: bool, budget: float, ceiling: int | None = None) -> int:
+    """The largest power-of-two micro-batch <= ceiling (default: the preset's maximum) whose
+    estimate fits `budget`; 0 when even micro-batch 1 does not."""
+    mb = 1 << int(math.log2(min(ceiling or p.micro_batch_max, p.micro_batch_max)))
+    while mb >= 1 and fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ckpt) > budget:
+        mb //= 2
+    return mb
+
+
+def candidates(p: fpresets.Preset, precision: str, device: torch.device, opts: FinetuneOptions,
+               ceiling: int | None = None) -> list[Candidate]:
+    """The configurations to try, in trial order (plain first), or [] when none can fit the card.
+
+    Pinned (both --micro-batch and --checkpointing): exactly that one. One of them pinned: the other
+    is searched. `opts.search` False (the quick profile): one candidate, the largest micro-batch that
+    fits without checkpointing, else with it."""
+    est = lambda ck, mb: fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ck)  # noqa: E731
+    ck_pin, mb_pin = opts.activation_checkpointing, opts.micro_batch
+    if ck_pin is not None and mb_pin is not None:
+        return [Candidate(ck_pin, mb_pin, est(ck_pin, mb_pin))]
+    budget, total = memory_budget(device, opts)
+    out: list[Candidate] = []
+    for ck in ((False, True) if ck_pin is None else (ck_pin,)):
+        mb = mb_pin or largest_fit(p, precision, ck, budget, ceiling)
+        if mb >= 1:
+            out.append(Candidate(ck, mb, est(ck, mb)))
+    if not out:  # nothing fits the planning budget: micro-batch 1 may still fit the card itself
+        ck = True if ck_pin is None else ck_pin
+        return [Candidate(ck, 1, est(ck, 1))] if est(ck, 1) <= total else []
+    plain = next((c for c in out if not c.checkpointing), None)
+    out = [Candidate(c.checkpointing, c.micro_batch, c.estimated_bytes,
+                     dominated=c.checkpointing and plain is not None and c.micro_batch <= plain.micro_batch)
+           for c in out]
+    if not opts.search:
+        return out[:1]
+    return out

@@ -5,8 +5,8 @@
 Every preset is one workload that every target runs the same way, so tokens/s compare like with
 like. Big models are built directly on the GPU (or the meta device for sizing): random init on a
 GPU takes seconds, a CPU init of 8B parameters takes minutes. `estimate_bytes` is the memory model
-that picks the first micro-batch guess and decides activation checkpointing; the OOM ladder in
-run.py corrects it when it is wrong. Decoders (arch "llama") train as causal LMs; the
+that lists the configurations worth a trial (plan.candidates); search.py measures them and an
+out-of-memory in a trial drops one. Decoders (arch "llama") train as causal LMs; the
 encoder (arch "bert", tasks/probe/finetune/encoder.py) as a masked LM; "qlora" presets keep the base in
 4-bit NF4 (tasks/probe/finetune/qlora.py).
 """
@@ -192,12 +192,8 @@ def build_preset(name: str, device: str | torch.device, *, precision: str = "fp3
     model, cfg, source = _build_base(p, device, base_dtype if p.mode != "full" else train_dtype,
                                      model_path)
     model.config.use_cache = False
-    if activation_checkpointing:  # non-reentrant: works with frozen bases (LoRA) and torch.compile
-        kw = {"use_reentrant": False}
-        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.2x
-            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
-        else:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    if activation_checkpointing:
+        set_checkpointing(model, True)
     if p.mode == "lora":
         from peft import LoraConfig, get_peft_model
 
@@ -219,8 +215,26 @@ def build_preset(name: str, device: str | torch.device, *, precision: str = "fp3
     return model, cfg, meta
 
 
+def set_checkpointing(model, on: bool) -> None:
+    """Activation checkpointing on or off on a built model (a peft wrapper's base included), so the
+    configuration search (search.py) tries both on one model. Non-reentrant: works with frozen bases
+    (LoRA, QLoRA) and torch.compile (a change of the flag recompiles once, then both graphs are cached)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if on:
+        kw = {"use_reentrant": False}
+        if hasattr(base, "activation_checkpointing_enable"):  # transformers >= 5.2x
+            base.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
+        else:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    elif hasattr(base, "activation_checkpointing_disable"):
+        base.activation_checkpointing_disable()
+    else:
+        base.gradient_checkpointing_disable()
+    base.train()
+
+
 def estimate_bytes(p: Preset, micro_batch: int, *, precision: str, checkpointing: bool) -> float:
-    """Rough peak bytes of one training step (sizes the first micro-batch guess, nothing more).
+    """Rough peak bytes of one training step (which configurations to try, nothing more).
 
     State: full fine-tune keeps weights, grads and two AdamW moments in the trainable dtype; LoRA
     keeps the frozen base plus small adapters; QLoRA the same with the projections at ~0.52 bytes a

@@ -23,8 +23,16 @@ class FinetuneOptions:
     data: str | None = None  # --data: Alpaca JSONL; None = the shipped generated sample
     compile: bool | None = None  # torch.compile; None = the preset's default
     precision: str | None = None  # "bf16" | "fp16" | "fp32"; None = what the GPU supports (recorded)
-    activation_checkpointing: bool | None = None  # None = decided from the memory estimate
-    micro_batch: int | None = None  # None = auto (guess from memory, halve on OOM)
+    activation_checkpointing: bool | None = None  # --checkpointing on|off pins it; None = searched
+    micro_batch: int | None = None  # --micro-batch pins it; None = searched (search.py). Both given:
+    #   the run is exactly that configuration (a reproducible run), no search, no fallback
+    search: bool = True  # try every candidate the memory model says fits and measure the fastest
+    #   (issue 35); False (the quick profile): the largest micro-batch that fits, no trials
+    trial_s: float = 2.0  # one timed reading of one candidate: 2+ steps of an 8B model on an H100
+    trial_rounds: int = 2  # readings per candidate, in alternating order: a drifting clock
+    #   (the power cap) favours none; 2 x 2 candidates x 2 s fits inside the 20 s GPU warm-up
+    memory_budget_gib: float | None = None  # plan against this many GiB instead of the card's free
+    #   memory (tests on a CPU; what-if runs); the allocator is not capped (memory_fraction does that)
     steps: int | None = None  # fixed timed steps (quick profile); None = the steady-state rule
     warmup_steps: int = 3  # untimed: first step compiles, the next ones settle the allocator
     warmup_min_s: float | None = None  # and at least this long after the first step; None: 20 s
@@ -39,7 +47,7 @@ class FinetuneOptions:
     seed: int = 0  # init and data order
 
     def __post_init__(self):
-        for name, low in (("micro_batch", 1), ("steps", 1), ("inject_oom_above", 0)):
+        for name, low in (("micro_batch", 1), ("steps", 1), ("inject_oom_above", 0), ("trial_rounds", 1)):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
                 raise ValueError(f"finetune option {name} = {v!r}: expected an integer >= {low}")
@@ -47,6 +55,10 @@ class FinetuneOptions:
             raise ValueError(f"finetune option warmup_min_s = {self.warmup_min_s!r}: expected >= 0")
         if self.warmup_steps < 1:
             raise ValueError(f"finetune option warmup_steps = {self.warmup_steps!r}: expected >= 1")
+        if not self.trial_s > 0:
+            raise ValueError(f"finetune option trial_s = {self.trial_s!r}: expected > 0")
+        if self.memory_budget_gib is not None and not self.memory_budget_gib > 0:
+            raise ValueError(f"finetune option memory_budget_gib = {self.memory_budget_gib!r}: expected > 0")
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ValueError(f"finetune option memory_fraction = {self.memory_fraction!r}: expected (0, 1]")
         if self.precision not in (None, "bf16", "fp16", "fp32"):
@@ -96,7 +108,7 @@ def base_record(p, device: torch.device, precision: str, compile_: bool) -> dict
         "preset": p.name, "model_source": "preset", "status": "failed", "mode": p.mode,
         "precision": precision, "device": device.type, "n_gpus": 1, "seq_len": p.seq_len,
         "micro_batch": None, "grad_accum": 1, "compile": bool(compile_),
-        "activation_checkpointing": False,
+        "activation_checkpointing": False, "config_search": None, "configs_tried": [], "search_s": None,
     }
 
 

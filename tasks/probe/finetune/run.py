@@ -1,13 +1,17 @@
-"""The short fine-tune benchmark: presets x (auto micro-batch, precision, compile) -> bundle records.
+"""The short fine-tune benchmark: presets x (searched configuration, precision, compile) -> bundle records.
 
     .venv/bin/python -c "from tasks.probe.finetune.run import run_finetunes; print(run_finetunes(['tiny'], device='cpu', sampler=None, budget_s=60, options={'steps': 8})[0][0]['tokens_per_s'])"
 
 Entry point for the probe's runner:
     run_finetunes(presets, *, device, sampler, budget_s, options=None) -> (finetunes, attempts)
-Each try of each preset is one attempt (task "finetune:<preset>"). On CUDA OOM the micro-batch
-halves and the run is retried (a failed attempt, error_kind "oom": the cost model's rerun signal).
-If even micro-batch 1 (with activation checkpointing) does not fit, the preset is "not_applicable"
-and its OOM tries are recorded with that state: a card too small is not an unreliable card.
+Each try of each preset is one attempt (task "finetune:<preset>"). Every card is measured at its
+best configuration, found by measurement (issue 35): plan.candidates lists what the memory model says
+fits, search.py trials each on the built model during the warm-up and keeps the fastest; a trial's
+out-of-memory drops that candidate (recorded in `configs_tried`), it is not a failure. If nothing
+fits down to micro-batch 1, the preset is "not_applicable": a card too small is not an unreliable
+card. An out-of-memory after the trials passed (in the timed phase) is a failed attempt (error_kind
+"oom": the cost model's rerun signal), tried again below that micro-batch. A pinned configuration
+(--micro-batch with --checkpointing) runs exactly as given.
 Other failures are classified cuda_error / timeout / crash (NaN loss: failed, error_kind "other").
 `options` keys: see FinetuneOptions (the CLI's --model, --tokenizer, --data map onto them).
 """
@@ -26,9 +30,10 @@ import torch
 
 from tasks.probe.finetune import data as fdata
 from tasks.probe.finetune import presets as fpresets
+from tasks.probe.finetune import search as fsearch
 from tasks.probe.finetune.encoder import mask_token_id
 from tasks.probe.finetune.flops import flops_per_token, mfu
-from tasks.probe.finetune.plan import not_applicable, plan  # noqa: F401  (plan: re-exported)
+from tasks.probe.finetune.plan import candidates, not_applicable
 from tasks.probe.finetune.record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
 from tasks.probe.finetune.steady import steady_steps
 from tasks.probe.finetune.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
@@ -65,34 +70,47 @@ def _release() -> None:
         pass
 
 
-def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadline, opts,
+def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline, opts,
              nf4=None, mlm=None) -> dict:
-    """One try: build, warm up (compile), timed phase. Returns the measured fields. Peak memory is
-    the training's: counted from after the build (a QLoRA build holds the bf16 weights briefly)."""
+    """One try: build, search the candidates (search.py) as part of the warm-up, carry on warming
+    up the fastest, timed phase. Returns the measured fields. Peak memory is the chosen
+    configuration's, counted after the search (a QLoRA build holds the bf16 weights briefly)."""
     cuda = device.type == "cuda"
-    model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision, activation_checkpointing=ckpt,
+    model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision,
+                                             activation_checkpointing=cands[0].checkpointing,
                                              model_path=opts.model, seed=opts.seed, preset=p,
                                              nf4_backend=nf4)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
     optimizer = make_optimizer(model, p.lr, device.type)
     runner = torch.compile(model, dynamic=False) if compile_ else model
     step = make_step(runner, optimizer, precision=precision, device=str(device),
                      scaler=make_scaler(precision, device.type), mlm=mlm, seed=opts.seed)
-    if opts.inject_oom_above is not None and mb > opts.inject_oom_above:
-        def step(batch, _limit=opts.inject_oom_above):  # noqa: F811 - fault injection for tests
-            raise torch.OutOfMemoryError(f"injected: micro-batch {batch.shape[0]} > {_limit}")
-    loader = fdata.make_loader(blocks, mb, num_samples=mb * 1_000_000, pin_memory=cuda,
-                               num_workers=opts.num_workers, seed=opts.seed)
-    it = iter(loader)
-    tokens_per_step = mb * p.seq_len
+    if opts.inject_oom_above is not None:
+        step = _inject_oom(step, opts.inject_oom_above)
+    loaders: dict[int, tuple] = {}
+
+    def batch_for(mb: int) -> torch.Tensor:
+        if mb not in loaders:
+            loader = fdata.make_loader(blocks, mb, num_samples=mb * 1_000_000, pin_memory=cuda,
+                                       num_workers=opts.num_workers, seed=opts.seed)
+            loaders[mb] = (loader, iter(loader))
+        return next(loaders[mb][1])
+
     try:
-        t0 = time.perf_counter()
-        warm_losses = [step(next(it))]
-        if cuda:
-            torch.cuda.synchronize(device)
-        first_s = time.perf_counter() - t0  # includes compilation when compile_ is on
-        t1 = time.perf_counter()
+        found = fsearch.search(
+            cands, step=step, batch_for=batch_for,
+            set_checkpointing=lambda on: fpresets.set_checkpointing(model, on),
+            recover=lambda: fsearch.release(optimizer),
+            estimate=lambda ck, mb: fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ck),
+            device=device, seq_len=p.seq_len, compile_=compile_, trial_s=opts.trial_s,
+            rounds=opts.trial_rounds, deadline=deadline, log=lambda m: _log(f"{p.name}: {m}"))
+        for mb in [m for m in loaders if m != found.winner.cand.micro_batch]:
+            del loaders[mb]  # the losers' DataLoader workers go now
+        mb = found.winner.cand.micro_batch
+        tokens_per_step = mb * p.seq_len
+        warm_losses = found.losses
+        first_s = found.winner.first_s
+        # the trials' steps were warm-up load too; their first steps (compiles) were not
+        t1 = time.perf_counter() - (found.search_s - sum(t.first_s or 0.0 for t in found.trials))
         warm_min_s = opts.warmup_min_s if opts.warmup_min_s is not None else (GPU_WARMUP_S if cuda else 0.0)
         while True:
             if time.perf_counter() > deadline:
@@ -102,7 +120,7 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
                     torch.cuda.synchronize(device)
                 if time.perf_counter() - t1 >= warm_min_s:
                     break
-            warm_losses.append(step(next(it)))
+            warm_losses.append(step(batch_for(mb)))
         if sampler is not None:
             sampler.set_phase(f"finetune:{p.name}")
         gpus = _nvml_gpus(sampler, device)
@@ -110,14 +128,14 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
         if window is not None:
             window.__enter__()
         try:
-            res = timed_phase(step, lambda: next(it), tokens_per_step=tokens_per_step, device=str(device),
+            res = timed_phase(step, lambda: batch_for(mb), tokens_per_step=tokens_per_step, device=str(device),
                               rule=None if opts.steps else opts.steady, fixed_steps=opts.steps,
                               deadline=deadline)
         finally:
             if window is not None:
                 window.__exit__(None, None, None)
     finally:
-        del it, loader
+        loaders.clear()
     first = float(warm_losses[0])
     if not math.isfinite(first):
         raise NonFiniteLoss("loss became NaN/Inf in warm-up")
@@ -148,9 +166,20 @@ def _attempt(p, blocks, *, device, precision, ckpt, mb, compile_, sampler, deadl
         "kwh_per_mtok": energy / timed_tokens * 1e6 / 3.6e6 if energy is not None else None,
         "loss_first": first, "loss_last": sum(tail) / len(tail),
         "conditions": window.conditions() if window is not None else None,
+        "micro_batch": mb, "activation_checkpointing": found.winner.cand.checkpointing,
+        "configs_tried": [t.record() for t in found.trials], "search_s": found.search_s,
     }
     del model, optimizer, runner, step
     return out
+
+
+def _inject_oom(step, limit: int):
+    """Tests: an OutOfMemoryError for any batch above `limit` rows (0: every batch)."""
+    def oom_step(batch):
+        if batch.shape[0] > limit:
+            raise torch.OutOfMemoryError(f"injected: micro-batch {batch.shape[0]} > {limit}")
+        return step(batch)
+    return oom_step
 
 
 def _now() -> str:
@@ -185,41 +214,52 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         raise fdata.DataError(f"tokenizer has {len(tok)} tokens but preset {name} has vocab {p.vocab}")
     blocks = fdata.pack(records, tok, p.seq_len, min_blocks=p.micro_batch_max)
     mlm = (mask_token_id(tok, p.vocab), len(tok)) if p.objective == "mlm" else None
-    planned = plan(p, precision, dev, opts)
-    if planned is None:
+    pinned = opts.micro_batch is not None and opts.activation_checkpointing is not None
+    cands = candidates(p, precision, dev, opts)
+    if not cands:
         why = f"does not fit: estimated memory at micro-batch 1 exceeds the card ({note})"
         return closed(rec, "not_applicable", why), [_att(task, 1, "not_applicable", None, why, 0.0, _now())]
-    ckpt, mb = planned
+    rec["config_search"] = "pinned" if pinned else ("searched" if opts.search else "fixed")
     attempts, n = [], 0
     while True:
         n += 1
         started, t0 = _now(), time.perf_counter()
-        rec.update(micro_batch=mb, activation_checkpointing=ckpt)
-        failure = None
-        _log(f"{name}: attempt {n}, micro-batch {mb}, checkpointing {ckpt}, {precision}, compile {compile_}")
+        rec.update(micro_batch=cands[0].micro_batch, activation_checkpointing=cands[0].checkpointing)
+        failure, nothing_fits = None, None
+        _log(f"{name}: attempt {n}, {rec['config_search']}: {'; '.join(c.label() for c in cands)}, "
+             f"{precision}, compile {compile_}")
         try:
-            out = _attempt(p, blocks, device=dev, precision=precision, ckpt=ckpt, mb=mb, compile_=compile_,
+            out = _attempt(p, blocks, device=dev, precision=precision, cands=cands, compile_=compile_,
                            sampler=sampler, deadline=deadline, opts=opts, nf4=nf4[0] if nf4 else None,
                            mlm=mlm)
+        except fsearch.NothingFits as exc:  # every candidate out of memory in its trial, down to 1
+            nothing_fits = str(exc)[:3000]
         except Exception as exc:  # classified below: every try is an attempt
             state, kind = classify(exc)
-            failure = (state, kind, f"{kind} at micro-batch {mb}{' + checkpointing' if ckpt else ''}: {exc}"[:4000])
+            failure = (state, kind, f"{kind} at {cands[0].label() if len(cands) == 1 else 'the chosen configuration'}:"
+                                    f" {exc}"[:4000])
         _release()  # outside the except block: the traceback no longer pins the model's memory
+        if nothing_fits is not None:
+            msg = f"does not fit ({note}): {nothing_fits}"[:4000]
+            attempts.append(_att(task, n, "not_applicable", "oom", msg, time.perf_counter() - t0, started))
+            for a in attempts:
+                a["state"] = "not_applicable"  # nothing fits: the card is too small, not unreliable
+            return closed(rec, "not_applicable", msg), attempts
         if failure is not None:
             state, kind, msg = failure
             _log(f"{name}: {msg[:300]}")
             attempts.append(_att(task, n, state, kind, msg, time.perf_counter() - t0, started))
             if kind != "oom":
                 return closed(rec, "failed", msg), attempts
-            if mb > 1:
-                mb //= 2
-                continue
-            if not ckpt and opts.activation_checkpointing is None:
-                ckpt, mb = True, p.micro_batch_max
+            # out of memory after the trials passed (the timed phase): a real failure, tried again
+            # below the micro-batches that ran out; a pinned configuration is tried exactly as given
+            ceiling = max(c.micro_batch for c in cands) // 2
+            cands = [] if pinned or ceiling < 1 else candidates(p, precision, dev, opts, ceiling=ceiling)
+            if cands:
                 continue
             for a in attempts:
-                a["state"] = "not_applicable"  # nothing fits: the card is too small, not unreliable
-            return closed(rec, "not_applicable", f"does not fit at micro-batch 1 ({note}): {msg}"[:4000]), attempts
+                a["state"] = "not_applicable"
+            return closed(rec, "not_applicable", f"does not fit ({note}): {msg}"[:4000]), attempts
         rec.update(out)
         decreased = out["loss_last"] < out["loss_first"]
         if not decreased:
