@@ -1,4 +1,4 @@
-"""Write deploy/prefect.yaml from the targets file: one probe deployment per pool/local target.
+"""Write deploy/prefect.yaml from the targets file: one probe deployment per pool/kubernetes/local target.
 
     python -m deploy.render > deploy/prefect.yaml                          # after editing targets.toml
     python -m deploy.render --targets-file /tmp/t.toml --out /tmp/prefect.yaml
@@ -9,7 +9,8 @@ The shipped deploy/prefect.yaml is exactly this script's output for deploy/targe
 Deploy it from the repository root: `prefect --no-prompt deploy --all --prefect-file deploy/prefect.yaml`.
 With no `pull:` section Prefect records the deploying checkout as each run's working directory,
 which is right when workers run from the same path (e.g. /opt/costgap, see deploy/costgap-worker.service);
-add a git_clone pull step for hosts that fetch the code themselves (docs/deploy.md).
+add a git_clone pull step for hosts that fetch the code themselves (docs/deploy.md). A kubernetes target's
+deployment runs from the probe image's copy of the code: its own pull step sets that working directory.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from deploy.pools import IMAGE_WORKDIR
 from flows.settings import DEFAULT_TARGETS, targets_path
 from tasks.dispatch.targets import load_targets
 
@@ -62,6 +64,9 @@ def _probe(t) -> str:
         f"      kind: {_q('local' if t.dispatch == 'local' else 'pool')}\n"
         f"    work_pool:\n"
         f"      name: {_q(t.work_pool or CONTROL_POOL)}\n"
+        + (f"    pull:\n"
+           f"      - prefect.deployments.steps.set_working_directory:\n"
+           f"          directory: {_q(IMAGE_WORKDIR)}\n" if t.dispatch == "kubernetes" else "")
     )
 
 
@@ -123,7 +128,7 @@ def _prices(flow_file: Path = Path("flows/prices.py")) -> str:
 
 
 def render(targets_file: str | Path = DEFAULT_TARGETS) -> str:
-    targets = [t for t in load_targets(targets_file) if t.dispatch in ("pool", "local")]
+    targets = [t for t in load_targets(targets_file) if t.dispatch in ("pool", "kubernetes", "local")]
     head = HEADER.format(targets=Path(targets_file).as_posix(), control=CONTROL_POOL)
     return head + "".join(_probe(t) for t in targets) + _fixed() + _prices()
 

@@ -77,7 +77,7 @@ def _run_pool(t: Target, profile: str, results: str, skip: list[str], worker_gra
     from prefect.deployments import run_deployment
 
     log = get_run_logger()
-    o = Outcome(t.id, "pool", "failed", started_at=_now())
+    o = Outcome(t.id, t.dispatch, "failed", started_at=_now())  # pool or kubernetes
     params = {"target": t.id, "profile": profile, "results": results,
               "skip": sorted(set(skip) | set(t.skip)), "timeout_s": t.timeout_s, "kind": "pool"}
     try:
@@ -89,7 +89,7 @@ def _run_pool(t: Target, profile: str, results: str, skip: list[str], worker_gra
     o.probe_flow_run_id = str(run.id)
     with _client() as client:
         o.status, o.message = fanout.wait_for_run(
-            client, run.id, work_pool=t.work_pool, timeout_s=t.timeout_s,
+            client, run.id, work_pool=t.work_pool, timeout_s=t.wait_s,  # + the node's scale-up on Kubernetes
             worker_grace_s=worker_grace_s, progress=lambda m: log.info("%s: %s", t.id, m))
     if o.status == "completed":
         o.bundle_uris = ResultsStore(results).list_bundles(t.id, o.probe_flow_run_id)
@@ -118,7 +118,7 @@ def dispatch_target(t: Target, profile: str, results: str, skip: list[str], work
     get_run_logger().info("%s: dispatching (%s)", t.id, t.dispatch)
     if t.dispatch == "local":
         o = _run_local(t, profile, results, skip)
-    elif t.dispatch == "pool":
+    elif t.dispatch in ("pool", "kubernetes"):  # a Kubernetes pool is a work pool whose worker makes a Job
         o = _run_pool(t, profile, results, skip, worker_grace_s)
     else:
         o = _run_import(t)

@@ -7,7 +7,10 @@ instance type, GPU model and count, billing mode, the Prefect work pool whose wo
 instance type, and a dispatch mode:
 - `local`: the probe runs on this machine in a child process (still a Prefect flow run);
 - `pool`: `run_deployment("probe/<id>")` on the target's work pool;
-- `import`: bundles that an air-gapped host drops into `inbox`.
+- `import`: bundles that an air-gapped host drops into `inbox`;
+- `kubernetes`: `run_deployment("probe/<id>")` on a Kubernetes work pool of one instance type (deploy/pools.py
+  renders it from the fields below): the cluster's autoscaler brings a node of that type up for the probe's
+  Job and removes it afterwards, so no GPU is kept between runs (docs/deploy.md).
 A bad file fails with TargetsError naming the file, the target and the field.
 """
 
@@ -22,7 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tasks.errors import UserError
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"  # same rule as a bundle's target (tasks.bundle)
-Dispatch = Literal["local", "pool", "import"]
+Dispatch = Literal["local", "pool", "import", "kubernetes"]
+Cluster = Literal["eks", "gke", "ack", "tke"]  # managed Kubernetes: AWS, Google Cloud, Alibaba Cloud, Tencent Cloud
+NODE_UP_S = 1200.0  # kubernetes: a GPU node's scale-up, driver start and the probe image's pull before the probe
+# starts (GPU node pools from zero take minutes on every cloud, a ~8 GB CUDA image a few more); added to
+# timeout_s for the Job's activeDeadlineSeconds and for the compare flow's wait, so both give up together
 Billing = Literal["on_demand", "monthly", "yearly", "spot"]
 
 
@@ -48,6 +55,15 @@ class Target(BaseModel):
     inbox: str | None = None  # dir or fsspec URL air-gapped hosts drop bundles into; import only
     skip: tuple[str, ...] = ()  # probe parts not to run here (e.g. "finetune" on a tiny GPU)
     notes: str = ""  # free text shown in the report (datasheet facts, why it is listed)
+    # kubernetes (deploy/pools.py renders the work pool's Job from these; the first three are kubernetes only):
+    cluster: Cluster | None = None  # the managed cluster's cloud: its GPU label and taint conventions
+    node_pool: str | None = None  # node group / node pool (name on EKS and GKE, id on ACK and TKE) whose
+    # autoscaler brings the node up; None: any node of the instance type
+    accelerator: str | None = None  # the cloud's GPU label value (GKE gke-accelerator, ACK nvidia_name)
+    image: str | None = None  # the probe image (deploy/image/Dockerfile), by tag or digest, in the cloud's registry
+    vcpus: int | None = Field(default=None, gt=0)  # the instance's vCPUs: the pod requests what fits beside
+    # the node's reservations (deploy/pools.py requests_that_fit)
+    memory_gib: float | None = Field(default=None, gt=0)  # the instance's memory, GiB, as the provider sells it
 
     @model_validator(mode="after")
     def _mode_fields(self) -> "Target":
@@ -57,7 +73,25 @@ class Target(BaseModel):
             raise ValueError("inbox: required when dispatch = 'import'")
         if self.gpu_count == 0 and self.gpu_model:
             raise ValueError("gpu_count: 0 but gpu_model is set; give the GPUs per instance")
+        if self.dispatch == "kubernetes":
+            for name in ("work_pool", "cluster", "image", "vcpus", "memory_gib"):
+                if getattr(self, name) is None:
+                    raise ValueError(f"{name}: required when dispatch = 'kubernetes'")
+            if self.gpu_count < 1:
+                raise ValueError("gpu_count: a kubernetes target asks for every GPU of its instance; give at least 1")
+            if self.cluster in ("gke", "ack") and not self.accelerator:
+                raise ValueError(f"accelerator: required on {self.cluster} (the GPU label value its GPU nodes carry)")
+        else:
+            for name in ("cluster", "node_pool", "accelerator"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}: only for dispatch = 'kubernetes' (this target is {self.dispatch!r})")
         return self
+
+    @property
+    def wait_s(self) -> float:
+        """How long the compare flow waits for this target's probe run: its timeout, plus the node's
+        scale-up and image pull on Kubernetes (the Job's activeDeadlineSeconds is the same figure)."""
+        return self.timeout_s + (NODE_UP_S if self.dispatch == "kubernetes" else 0.0)
 
     @property
     def deployment(self) -> str:
