@@ -4,11 +4,16 @@
     costgap alerts test --block slack-webhook/costgap-alerts
     .venv/bin/pytest -q -m slow tests/test_alerts_notify.py
 
-`after_landing(warehouse, site, source)` is the one call the compare and prices flows make once their
-writes are done: inside the warehouse's write slot (so two flows never tell the same change twice) it
-asks tasks.alerts what is news, emits one Prefect event per alert (`prefect.events.emit_event`, resource
+`after_landing(warehouse, site, source)` is the one call every command that lands data makes once its
+writes are done: `costgap ingest`, `prices import|refresh`, `fx import|refresh`, `run` (the compare flow)
+and the prices flow; `rebuild` replays history and tells nothing. Inside the warehouse's write slot (so
+two writers never tell the same change twice) it does the landing-time work (`at_landing`), asks
+tasks.alerts what is news, emits one Prefect event per alert (`prefect.events.emit_event`, resource
 `costgap.target.<id>`, figures and the report's link in the payload) and records what it emitted in
-alerts_sent. It never fails the flow that called it: a failure is logged and returned.
+alerts_sent. Where no Prefect API that outlives the command answers (the one-shot server of
+COSTGAP_API=ephemeral, a server gone since the landing), nothing is emitted or recorded and one line says
+the next landing command that reaches one tells it. It never fails the command that called it: a failure
+is said (logged in a flow) and returned.
 Automations (deploy/automations/*.yaml) turn the events into notifications on the Prefect server:
 `apply_automations` creates or updates them by name; `send_samples` renders each one's message for a
 sample event with the server's own template renderer and sends it through the block.
@@ -46,47 +51,109 @@ def site_link(site: str | None) -> str:
     return (path if path.suffix == ".html" else path / "index.html").as_uri()
 
 
+def unheard() -> str | None:
+    """None when the Prefect API in use outlives this command and answers its health check; else why an
+    event emitted now would reach no one (one phrase). Events on this command's one-shot server
+    (COSTGAP_API=ephemeral) would die with it: that server runs no automations, and they would be
+    recorded as told."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.api import HEALTH_TIMEOUT_S, one_shot_url
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        return "no Prefect API is set"
+    if url == one_shot_url():
+        return "the Prefect API is this command's one-shot server (COSTGAP_API=ephemeral)"
+    try:
+        httpx.get(f"{url.rstrip('/')}/health", timeout=HEALTH_TIMEOUT_S).raise_for_status()
+    except httpx.HTTPError as e:
+        return f"the Prefect API {url} does not answer ({type(e).__name__})"
+    return None
+
+
+def at_landing(con, now: datetime, say: Callable[[str], None]) -> None:
+    """Landing-time work on the warehouse just written, in the same write slot, before the alerts read it.
+
+    The one place for what must happen whenever data lands, whichever command landed it (ingest, prices,
+    fx, run, the prices flow): e.g. scoring recorded estimates against the measurements that just landed
+    (a function of tasks/cost, called here with `con` and `now`). Nothing yet."""
+
+
 def emit_changes(warehouse: str, link: str | None, source: str, cfg: AlertConfig | None = None,
                  now: datetime | None = None, progress: Callable[[str], None] | None = None) -> dict:
-    """Emit one event per alert that is news, and record what was emitted (module docstring)."""
+    """Inside the write slot: the landing-time work (at_landing), then one event per alert that is news, each
+    recorded in alerts_sent. Where no Prefect API that outlives this command answers (unheard), nothing is
+    emitted or recorded, and `untold` says why: the next landing command that reaches one tells it."""
     from prefect.events import emit_event
 
     now = now or datetime.now(timezone.utc)
+    say = progress or (lambda _line: None)
     with writer(warehouse, progress=progress) as con:
+        at_landing(con, now, say)
         alerts, ev = pending(con, cfg or AlertConfig(), now, link)
+        why = unheard() if alerts else None
+        if why is not None:
+            return {"emitted": [], "not_emitted": [f"{a.event}: {a.summary}" for a in alerts], "errors": ev.errors,
+                    "untold": why}
         ids = []
         for a in alerts:
             sent = emit_event(event=a.event, resource=a.resource, related=a.related_resources, payload=a.payload)
             ids.append(str(sent.id) if sent is not None else None)
         told = [(a, i) for a, i in zip(alerts, ids) if i]
         record(con, [a for a, _ in told], now, source, [i for _, i in told])
+    untold = "Prefect events are off in this process" if len(told) < len(alerts) else None
     return {"emitted": [f"{a.event}: {a.summary}" for a, _ in told],
             "not_emitted": [f"{a.event}: {a.summary}" for a, i in zip(alerts, ids) if not i],
-            "errors": ev.errors}
+            "errors": ev.errors, "untold": untold}
+
+
+def tell(out: dict, say: Callable[[str], None], warn: Callable[[str], None] | None = None) -> None:
+    """What after_landing did, for a person: one line per alert told, one line for those left to the next command."""
+    warn = warn or say
+    for line in out["emitted"]:
+        say(f"alert: {line}")
+    if out["not_emitted"]:
+        warn(f"alerts: {len(out['not_emitted'])} not told here ({out.get('untold') or 'not emitted'}); the next "
+             "costgap command that lands data and reaches a Prefect API tells them")
+    for line in out["errors"]:
+        warn(line)
 
 
 @task(name="alerts", cache_policy=NO_CACHE)
 def notify_changes(warehouse: str, site: str | None, source: str) -> dict:
-    """The alerts after a flow's writes: emit what is news, log each one."""
+    """after_landing as a task of the calling flow: the same path, its lines in the flow's log."""
     log = get_run_logger()
-    out = emit_changes(warehouse, site_link(site), source)
-    for line in out["emitted"]:
-        log.info("alert: %s", line)
-    for line in out["not_emitted"]:
-        log.warning("alert not emitted (Prefect events are off here; it is kept for the next run): %s", line)
-    for line in out["errors"]:
-        log.error("%s", line)
-    if not out["emitted"]:
+    out = emit_changes(warehouse, site_link(site), source, progress=log.info)
+    tell(out, log.info, log.warning)
+    if not out["emitted"] and not out["not_emitted"]:
         log.info("alerts: nothing new to tell")
     return out
 
 
-def after_landing(warehouse: str, site: str | None, source: str) -> dict:
-    """notify_changes as a task of the calling flow; a failure is returned (and logged), never raised."""
-    state = notify_changes(warehouse, site, source, return_state=True)
-    if state.is_completed():
-        return state.result()
-    return {"emitted": [], "not_emitted": [], "errors": [f"alerts failed: {state.message}"]}
+def after_landing(warehouse: str, site: str | None, source: str,
+                  progress: Callable[[str], None] | None = None) -> dict:
+    """The one call every command that lands data makes once its writes are done (ingest, prices import and
+    refresh, fx import and refresh, run's compare flow, the prices flow; not rebuild, which replays history):
+    emit_changes, as a task when called from a flow. A failure is returned (and said), never raised: the
+    data has landed whatever happens here."""
+    from prefect.context import FlowRunContext
+
+    if FlowRunContext.get() is not None:
+        state = notify_changes(warehouse, site, source, return_state=True)
+        if state.is_completed():
+            return state.result()
+        return {"emitted": [], "not_emitted": [], "errors": [f"alerts failed: {state.message}"], "untold": None}
+    say = progress or (lambda _line: None)
+    try:
+        out = emit_changes(warehouse, site_link(site), source, progress=progress)
+    except Exception as e:  # noqa: BLE001 (the landing stands; the next landing command tries again)
+        out = {"emitted": [], "not_emitted": [], "untold": None,
+               "errors": [f"costgap: warning: alerts failed after landing ({type(e).__name__}: {e}); the next "
+                          "costgap command that lands data tells what is news"]}
+    tell(out, say)
+    return out
 
 
 # -- automations on the server ------------------------------------------------------------------------------

@@ -102,6 +102,12 @@ def ephemeral_server_env(base: dict | None = None) -> dict[str, str]:
     return env
 
 
+def one_shot_url() -> str | None:
+    """The URL of this process's one-shot server (COSTGAP_API=ephemeral) while it runs, else None."""
+    proc = _ephemeral_server.get("proc")
+    return _ephemeral_server.get("url") if proc is not None and proc.poll() is None else None
+
+
 def _stop_ephemeral() -> None:
     proc = _ephemeral_server.pop("proc", None)
     if proc is not None and proc.poll() is None:

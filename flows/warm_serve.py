@@ -22,6 +22,7 @@ from flows.procs import alive
 def preload() -> None:
     """Everything a command imports on its way: the CLI and its commands, Prefect's client and flows,
     Great Expectations (bundle validation), DuckDB, polars, pandas, the report's Altair."""
+    import flows.alerts  # noqa: F401  (every landing command tells: tasks.alerts and the cost model)
     import flows.cli  # noqa: F401  (every command module)
     import flows.landing  # noqa: F401
     import flows.write_slot  # noqa: F401

@@ -8,6 +8,7 @@
 Only (currency, date) pairs the table lacks land; a pair already stored with another rate is refused
 (exit 2), naming both, and nothing lands. A file that is cut or malformed anywhere (tasks/readers.py)
 is refused the same way, naming file, line, field and value. A download that fails is one line and exit 1.
+What a landing changed is then told (flows/alerts.py after_landing: one line per Prefect event, on stderr).
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ RESULTS_HELP = ("Results store the new rates are archived in, so `costgap rebuil
                 "$COSTGAP_RESULTS, then ./results).")
 
 
-def _land(rows: list, what: str, skipped: dict, warehouse: Optional[str], results: Optional[str]) -> None:
+def _land(rows: list, what: str, skipped: dict, warehouse: Optional[str], results: Optional[str],
+          command: str) -> None:
+    from flows.alerts import after_landing
     from flows.prices import land_fx
 
     got = land_fx(warehouse_path(warehouse), rows, results_url(results), progress=say)
     typer.echo(f"fx {what}: {got['rows']} rates, {got['new']} new, {got['unchanged']} unchanged")
     for reason, n in sorted(skipped.items()):
         typer.echo(f"  skipped {n}: {reason}")
+    after_landing(warehouse_path(warehouse), None, command, progress=say)  # a new rate can move a cost
 
 
 @fx_app.command("refresh")
@@ -61,7 +65,7 @@ def refresh_cmd(
     except FetchError as e:
         say(f"costgap: error: {source}: {e}")
         raise typer.Exit(EXIT_FAILED) from None
-    _land(got.rows, f"{got.name} {got.location}", got.skipped, warehouse, results)
+    _land(got.rows, f"{got.name} {got.location}", got.skipped, warehouse, results, "fx refresh")
 
 
 @fx_app.command("import")
@@ -79,10 +83,10 @@ def import_cmd(
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "csv":
-        _land(fx.read_fx_csv(file), file, {}, warehouse, results)
+        _land(fx.read_fx_csv(file), file, {}, warehouse, results, "fx import")
         return
     got = fetch_fx("ecb", path=file)
-    _land(got.rows, f"{got.name} {file}", got.skipped, warehouse, results)
+    _land(got.rows, f"{got.name} {file}", got.skipped, warehouse, results, "fx import")
 
 
 @fx_app.command("rate")

@@ -5,6 +5,7 @@
 Prints landed / duplicates / quarantined / rejected, one line per problem naming the file, the
 field, the value and the reason. Exit 0 when everything landed or was already there, 2 when
 anything was quarantined or rejected (the rest still landed), as flows/commands/__init__.py says.
+Then what changed is told (flows/alerts.py after_landing: one line per Prefect event, on stderr).
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ def ingest(
         "together; the write slot is released between batches)."),
 ) -> None:
     """Land bundles: validated, idempotent (same bundle twice adds nothing), atomic per batch."""
+    from flows.alerts import after_landing
     from flows.landing import land_into
 
     summary = land_into(warehouse_path(warehouse), paths, source="cli", timeout_s=lock_timeout_s,
                         batch_size=batch_size, progress=say)
     typer.echo(summary.as_text())
+    after_landing(warehouse_path(warehouse), None, "ingest", progress=say)  # what changed, told once
     if not summary.ok:
         raise typer.Exit(code=EXIT_REFUSED)
 

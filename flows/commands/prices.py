@@ -11,6 +11,7 @@ An import that would overlap an existing period is rejected as a whole (exit 2),
 a file cut or malformed anywhere (tasks/readers.py), naming file, line, field and value.
 `refresh` lands what it could fetch; each target it could not price is one line on stderr and the
 exit code is 1 (so is a source that failed as a whole: network, throttling, credentials refused).
+What a landing changed is then told (flows/alerts.py after_landing: one line per Prefect event, on stderr).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def import_cmd(
     results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
     """Land a price file: unchanged prices change nothing, a changed price opens a new period."""
+    from flows.alerts import after_landing
     from flows.prices import land_fx, land_prices
     from tasks.pricing import fx
     from tasks.pricing.pricebook_file import PriceBookFile
@@ -66,6 +68,7 @@ def import_cmd(
         rows = fx.read_fx_csv(file)
         got = land_fx(warehouse_path(warehouse), rows, results_url(results), progress=_say)
         typer.echo(f"fx {file}: {got['rows']} rates, {got['new']} new, {got['unchanged']} unchanged")
+        after_landing(warehouse_path(warehouse), None, "fx import", progress=_say)
         return
     source = (SkyPilotCatalog(file, provider, _when(effective_from, "effective-from")) if fmt == "skypilot"
               else PriceBookFile(file, fmt))
@@ -75,6 +78,7 @@ def import_cmd(
     skipped = getattr(source, "skipped", 0)
     if skipped:
         typer.echo(f"  {skipped} catalog rows without a price skipped")
+    after_landing(warehouse_path(warehouse), None, "prices import", progress=_say)
 
 
 REFRESH_HELP = """Fetch a price source and land what changed.
@@ -112,6 +116,7 @@ def refresh_cmd(
     import os
     from types import SimpleNamespace
 
+    from flows.alerts import after_landing
     from flows.prices import land_prices
     from tasks.pricing import config, sources
     from tasks.pricing.cloud import SourceFailed
@@ -135,6 +140,7 @@ def refresh_cmd(
         src = SimpleNamespace(name=got.name, location=got.location)
         summary = land_prices(warehouse_path(warehouse), src, got.rows, results_url(results), progress=_say)
         typer.echo(summary.as_text())
+        after_landing(warehouse_path(warehouse), None, "prices refresh", progress=_say)
     else:
         typer.echo(f"{got.name} {got.location}: no prices fetched; nothing landed")
     for reason, n in sorted(got.skipped.items()):

@@ -6,7 +6,8 @@ Bundles are the source of truth, so a rebuild lands every bundle again (tasks.la
 replays the price and FX imports archived in the results store (tasks.pricing.replay_imports).
 What no bundle holds is read from the old warehouse and inserted into the new one (CARRY_OVER):
 Prefect's view of attempts whose bundle never arrived, the compare flow's dispatch log, provenance
-labels, and each target's targets.toml facts, merged into the stubs that landing created.
+labels, each target's targets.toml facts, merged into the stubs that landing created, and what the
+alerts told (alerts_sent: a rebuild tells nothing, and the next landing command tells only what is news).
 Everything here takes open connections; opening files and swapping them is flows/rebuild.py's job.
 """
 
@@ -24,6 +25,7 @@ CARRY_OVER = (
     ("dispatches", "true"),
     ("provenance", "true"),
     ("targets", "true"),  # targets.toml facts (provider, region, ...): merged into the stubs
+    ("alerts_sent", "true"),  # what was told: a rebuild replays history, so the next landing tells nothing old
 )
 TARGET_FACTS = ("provider", "region", "instance_type", "gpu_model", "gpu_count", "billing_mode",
                 "work_pool", "dispatch")
