@@ -15,7 +15,9 @@ targets queue for the warehouse instead of failing on DuckDB's lock. Each probe 
 is read back from Prefect and landed as attempts. The flow ends Completed when every target
 landed, Completed named "Partial" (message lists what is missing, and how many files were refused
 beside what landed: such a target is "landed, 1 refused") when some did, and Failed when none did;
-the summary dict is the flow's result either way.
+the summary dict is the flow's result either way. Each dispatched probe run's span (its flow
+run's start to end in Prefect) is recorded as the instance-seconds measuring cost (measuring_runs); with
+`max_spend`, a target whose run would exceed its monthly budget is skipped and told (flows/budget.py).
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import settings
 from flows.alerts import after_landing
+from flows.budget import budget_gate
 from flows.probe import probe
 from flows.report import report_and_artifacts
 from flows.write_slot import ensure_write_limit, slot_name, writer
+from tasks.cost.measuring import record_runs as record_measuring
 from tasks.dispatch import fanout, prefect_runs
 from tasks.dispatch.fanout import Outcome
 from tasks.dispatch.results import ResultsStore
@@ -58,6 +62,7 @@ def _history(o: Outcome) -> Outcome:
     if o.probe_flow_run_id:
         with _client() as client:
             o.attempts = prefect_runs.read_probe_attempts(client, o.probe_flow_run_id, target=o.target)
+            o.span = prefect_runs.read_span(client, o.probe_flow_run_id)  # the instance-seconds of measuring
     return o
 
 
@@ -145,6 +150,7 @@ def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
             log.info("%s: %s", o.target, summary.as_text())
         added = record_prefect_attempts(con, fanout.attempt_rows(o))
         fanout.record_dispatches(con, fanout.dispatch_rows(compare_run_id, [o]))
+        record_measuring(con, fanout.measuring_rows(compare_run_id, o))
     log.info("%s: %d Prefect attempt(s) recorded", o.target, added)
     return o
 
@@ -165,7 +171,8 @@ def _preload_landing() -> None:
 @flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=MAX_PARALLEL), log_prints=True)
 def compare(targets: list[str] | None = None, profile: str = "quick", warehouse: str | None = None,
             site: str | None = None, results: str | None = None, skip: list[str] | None = None,
-            targets_file: str | None = None, worker_grace_s: float = 0.0):
+            targets_file: str | None = None, worker_grace_s: float = 0.0, max_spend: dict[str, float] | None = None,
+            currency: str = "USD"):
     """Probe `targets` (all in the targets file when None), land, report. See module docstring."""
     log = get_run_logger()
     warehouse = settings.warehouse_path(warehouse)
@@ -182,9 +189,12 @@ def compare(targets: list[str] | None = None, profile: str = "quick", warehouse:
     # load them while the probes run, not after
     run_id = str(runtime.flow_run.id or "cli")
     synced = sync_targets.submit(warehouse, chosen)
+    # a measuring budget ({"total": 500, "<target>": 150} per month in `currency`) skips what would exceed it
+    go, skipped = budget_gate(warehouse, chosen, max_spend, currency, run_id) if max_spend else (chosen, [])
     futures = [dispatch_target.submit(t, profile, results, list(skip or []), worker_grace_s, warehouse, run_id)
-               for t in chosen]
-    outcomes = [f.result() for f in futures]
+               for t in go]
+    done = {o.target: o for o in [*skipped, *(f.result() for f in futures)]}
+    outcomes = [done[t.id] for t in chosen]
     synced.result()
     status, message = fanout.overall(outcomes)
     summary = {"status": status, "message": message, "warehouse": warehouse, "site": site,

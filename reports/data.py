@@ -111,6 +111,8 @@ class ReportData:
     run_points: Rows = field(default_factory=list)
     # the picker's inputs per (currency, billing mode): reports.reader, what `costgap targets` reads
     reader: dict = field(default_factory=dict)
+    # what measuring cost per target and month beside keeping it up, and the budget skips (tasks.cost.measuring)
+    measuring: Section = field(default_factory=Section)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
@@ -211,6 +213,22 @@ def _why(con, span: Span, opts: CostOptions, cfg: ReportConfig, cost: Rows, base
     return Section(rows=out, extra={"window1": w1, "window2": w2})
 
 
+def _measuring(con, currency: str, today) -> Section:
+    """What measuring cost per target and month (tasks/cost/measuring.py) and the budget skips of the last
+    62 days (extra["skips"]): the lines the overview shows."""
+    from datetime import timedelta
+
+    from tasks.cost import measuring
+    from tasks.errors import UserError
+
+    skips = sql.rows(con, "measuring_skips", {"since": today - timedelta(days=62)})
+    try:
+        rows = measuring.monthly(measuring.priced_runs(con, currency))
+    except UserError as e:  # a missing FX rate: said on the page, the rest of the site still builds
+        return Section(note=str(e), extra={"skips": skips})
+    return Section(rows=rows, extra={"skips": skips, "lines": measuring.lines(rows, currency)})
+
+
 def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> ReportData:
     """Gather every table the pages need from one connection (ideally one read snapshot)."""
     cfg = cfg or ReportConfig()
@@ -246,6 +264,7 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
     price_changes = _sql(con, "report_price_changes", {"billing": cfg.billing})
     env_changes = _sql(con, "report_env_changes", {"since": since, "limit": cfg.list_limit})
     return ReportData(
+        measuring=_measuring(con, cfg.currency, today),
         targets=targets,
         cost=cost,
         leaders=lead,

@@ -45,6 +45,18 @@ def _price_cell(r: dict) -> Raw | None:
                sort=r["price_now_per_hour"])
 
 
+def _measuring(data: ReportData) -> str:
+    """The cost of measuring per target and month beside keeping the instance up, and every budget skip."""
+    sec = data.measuring
+    out = [f'<p class="skip">{esc(s["message"])} ({fmt(s["skipped_at"])} UTC)</p>' for s in sec.extra.get("skips", [])]
+    if sec.note:
+        out.append(empty(sec.note))
+    elif not sec.rows:
+        out.append(empty("no dispatched probe run recorded yet: its instance-seconds are priced here"))
+    out += [f"<p>{esc(line)}</p>" for line in sec.extra.get("lines", [])]
+    return "".join(out)
+
+
 def overview(data: ReportData) -> Page:
     p = Page("index.html", "What a training token really costs",
              "Effective cost per 1M training tokens on each instance type: the price per instance-hour divided by "
@@ -68,6 +80,8 @@ def overview(data: ReportData) -> Page:
     p.card(_section(data.cost, lambda: price_throughput(p, data), "priced runs"))
     p.h2("Recent changes")
     p.card(_recent(p, data.recent_changes))
+    p.h2("What measuring cost", anchor="measuring")
+    p.card(_measuring(data))
     base_presets = {r["preset"] for r in data.cost.rows if r.get("is_baseline")}
 
     def costs() -> str:

@@ -1,6 +1,6 @@
 """`costgap gap A B` and `costgap targets`: the cost model from the command line.
 
-    costgap targets --window 30d
+    costgap targets --window 30d          # then the cost of measuring per target and month
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
     costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25]
@@ -173,6 +173,8 @@ def targets_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Effective cost per 1M tokens per (target, preset) over the window, cheapest first, with today's price."""
+    from tasks.cost.measuring import monthly as measuring_monthly
+    from tasks.cost.measuring import priced_runs as measuring_runs
     from tasks.cost.table import COLUMNS, cost_table
     from tasks.pricing.base import utc
     from warehouse.db import reading
@@ -182,10 +184,12 @@ def targets_cmd(
     with reading(warehouse_path(warehouse)) as con:
         frame = cost_table(con, window_days=parse_window(window), billing=_billing(billing), currency=currency, f=f,
                            as_of=end)
+        measured = measuring_monthly(measuring_runs(con, currency))
     rows = frame.select(COLUMNS).to_dicts()
     if as_json:
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
+    _measuring_block(measured, currency)
     if not rows:
         typer.echo("no successful fine-tune runs in the window: costgap run, or costgap ingest PATH")
     else:
@@ -202,6 +206,18 @@ def targets_cmd(
                    f"X {r['tokens_per_s']:.4g} tok/s  p {r['p']:.3f} ({r['failed_attempts']}/{r['attempts']})  "
                    f"R {r['R']:.3f}{_window_flag(r)}")
         typer.echo(f"{'':<39} {_today(r, currency)}")
+
+
+def _measuring_block(measured: list[dict], currency: str) -> None:
+    """What measuring cost per target and month (tasks/cost/measuring.py), printed after the cost table."""
+    from tasks.cost.measuring import lines
+
+    if measured:
+        typer.echo("cost of measuring (each probe run's instance-seconds at the price in force then), "
+                   "beside keeping the instance up all month:")
+        for line in lines(measured, currency):
+            typer.echo(f"  {line}")
+        typer.echo("")
 
 
 def tiers_cmd(

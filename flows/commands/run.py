@@ -2,6 +2,7 @@
 
     costgap run                                    # local target, quick profile, embedded default
     costgap run --targets aws-g5-xlarge,lambda-gpu-1x-a10 --results s3://bucket/costgap
+    costgap run --targets all --max-spend 500 --max-spend aws-p5-48xlarge=150   # monthly, in --currency
 
 Runs the compare flow (flows/compare.py). With PREFECT_API_URL unset Prefect starts its ephemeral
 API for the run; set it to use a server (and its workers, for `pool` targets). Prints the headline
@@ -14,7 +15,7 @@ or Failed; the message says which and why), 2 on a user error (flows/commands/__
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -42,6 +43,10 @@ def run(
         None, "--targets-file", help="Targets file (default: $COSTGAP_TARGETS, then deploy/targets.toml)."),
     skip: Optional[str] = typer.Option(
         None, "--skip", help="Comma-separated probe parts to skip on every target (e.g. finetune)."),
+    max_spend: Optional[List[str]] = typer.Option(
+        None, "--max-spend", help="Monthly measuring budget in --currency: AMOUNT for all targets together, "
+        "TARGET=AMOUNT for one (repeatable). A target whose run would exceed it is skipped and told, not failed."),
+    currency: str = typer.Option("USD", "--currency", help="Reporting currency of --max-spend."),
 ) -> None:
     """Probe targets (concurrently), land and validate their bundles, rebuild the report."""
     from tasks.dispatch.targets import load_targets_or_local, select
@@ -50,13 +55,19 @@ def run(
     file = settings.targets_path(targets_file)
     explicit = bool(targets_file or os.environ.get("COSTGAP_TARGETS", "").strip())
     select(load_targets_or_local(file, explicit=explicit), ids, str(file))  # fails here, before Prefect starts
+    from tasks.cost.measuring import TOTAL, parse_budget
+
+    budget = parse_budget(max_spend or [], currency)  # a bad amount fails here too
+    spend = ({**({TOTAL: budget.total} if budget.total is not None else {}), **budget.per_target}
+             if budget else None)
 
     from flows.api import ensure_api
     from flows.compare import compare
 
     ensure_api(say)  # a cold Prefect home can take a minute: started here, with progress
     state = compare(targets=ids, profile=settings.profile_name(profile), warehouse=warehouse, site=site,
-                    results=results, skip=_split(skip), targets_file=targets_file, return_state=True)
+                    results=results, skip=_split(skip), targets_file=targets_file, max_spend=spend,
+                    currency=currency, return_state=True)
     try:
         summary = state.result(raise_on_failure=False)
     except Exception as e:  # the flow crashed before it produced a summary

@@ -19,6 +19,7 @@ from typing import Callable
 HEARTBEAT_MULTIPLE = 3  # Prefect 3.9.1 INACTIVITY_HEARTBEAT_MULTIPLE
 DEFAULT_HEARTBEAT_S = 30  # Prefect 3.9.1 DEFAULT_HEARTBEAT_INTERVAL_SECONDS
 OK_STATUSES = frozenset({"landed", "duplicate"})  # what counts as a target that landed
+SKIPPED = "skipped"  # not dispatched: the run would have exceeded a measuring budget (tasks/cost/measuring.py)
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Outcome:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     refused: list[tuple[str, str]] = field(default_factory=list)  # (file, why): files landing refused
+    # the probe flow run's own start and end as Prefect recorded them: the instance-seconds of measuring
+    span: tuple[datetime, datetime] | None = None
 
     @property
     def ok(self) -> bool:
@@ -111,7 +114,16 @@ def _cancel(client, flow_run_id, msg: str, wait_s: float = 15.0) -> None:
 
 def overall(outcomes: list[Outcome]) -> tuple[str, str]:
     """('completed' | 'partial' | 'failed', a one-line message) for a compare run: 'failed' only when no
-    target landed; a target that landed beside refused files landed, and makes the run partial."""
+    target landed; a target that landed beside refused files landed, and makes the run partial. A target
+    skipped for its measuring budget (status 'skipped') is told at the end, never counted as missing."""
+    skipped = [o.target for o in outcomes if o.status == SKIPPED]
+    if skipped:
+        ran = [o for o in outcomes if o.status != SKIPPED]
+        tail = f"; skipped for the measuring budget: {', '.join(skipped)}"
+        if not ran:
+            return "completed", f"no target dispatched{tail}"
+        status, message = overall(ran)
+        return status, message + tail
     ok = [o for o in outcomes if o.ok]
     bad = [o for o in outcomes if not o.ok]
     refused = [o for o in ok if o.refused]
@@ -125,6 +137,16 @@ def overall(outcomes: list[Outcome]) -> tuple[str, str]:
         message += (f", {sum(len(o.refused) for o in refused)} file(s) refused: "
                     + ", ".join(f"{o.target} ({len(o.refused)})" for o in refused))
     return "partial", message + (f"; missing: {lost}" if bad else "")
+
+
+def measuring_rows(compare_run_id: str, o: Outcome) -> list[dict]:
+    """The measuring_runs row of a dispatched probe run whose span Prefect recorded (none for import)."""
+    if o.span is None or not o.probe_flow_run_id:
+        return []
+    start, end = o.span
+    return [{"compare_run_id": compare_run_id, "target": o.target, "dispatch": o.dispatch,
+             "probe_flow_run_id": o.probe_flow_run_id, "span_source": "prefect", "started_at": start,
+             "finished_at": end, "instance_seconds": max((end - start).total_seconds(), 0.0)}]
 
 
 def apply_landing(o: Outcome, summary) -> Outcome:

@@ -138,3 +138,16 @@ def read_probe_attempts(client, flow_run_id: str | UUID, *, target: str, run_id:
         states = client.read_task_run_states(tr.id)
         histories.append((tr.name.rsplit("-", 1)[0] if tr.name else tr.task_key, str(tr.id), states))
     return flow_attempts(flow_states, histories, target=target, flow_run_id=str(fid), run_id=run_id)
+
+
+def run_span(flow_run) -> tuple[datetime, datetime] | None:
+    """A finished flow run's (start_time, end_time) as Prefect recorded them; None if it never ran."""
+    start, end = getattr(flow_run, "start_time", None), getattr(flow_run, "end_time", None)
+    if start is None or end is None or end < start:
+        return None
+    return start, end
+
+
+def read_span(client, flow_run_id: str | UUID) -> tuple[datetime, datetime] | None:
+    """The probe flow run's span from the Prefect API (sync client): the instance-seconds of measuring."""
+    return run_span(client.read_flow_run(UUID(str(flow_run_id))))

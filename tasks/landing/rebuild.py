@@ -23,6 +23,8 @@ from tasks.landing.land import LandSummary
 CARRY_OVER = (
     ("attempts", "source = 'prefect'"),
     ("dispatches", "true"),
+    ("measuring_runs", "true"),  # each probe run's instance span, read from Prefect: what measuring cost
+    ("dispatch_skips", "true"),  # the targets a measuring budget skipped
     ("provenance", "true"),
     ("targets", "true"),  # targets.toml facts (provider, region, ...): merged into the stubs
     ("alerts_sent", "true"),  # what was told: a rebuild replays history, so the next landing tells nothing old
