@@ -32,7 +32,7 @@ def test_no_datasheet_entry_means_no_number(cal):
     assert est.price_row(p, 2.0, 1.0)["cost_per_mtok"] is None
 
 
-@pytest.mark.parametrize("gpu,precision,fit", [("V100", "fp16", "checkpointing"), ("A10", "bf16", "smaller micro-batch"),
+@pytest.mark.parametrize("gpu,precision,fit", [("V100", "fp16", "smaller micro-batch"), ("A10", "bf16", "smaller micro-batch"),
                                                ("H200", "bf16", "as measured")])
 def test_precision_and_fit(cal, gpu, precision, fit):
     p = est.predict(cal.reference["1b"], cal_.match_gpu(gpu), 1, cal, gpu)
@@ -50,6 +50,29 @@ def test_checkpointing_costs_its_recompute(cal):
     plain = cal_.step_time(w, cal_.match_gpu("A10"), "bf16", p.micro_batch, False, cal.eff).seconds
     ckpt = cal_.step_time(w, cal_.match_gpu("A10"), "bf16", p.micro_batch, True, cal.eff).seconds
     assert ckpt > plain * 1.3
+
+
+@pytest.mark.parametrize("preset", ["1b", "8b-lora", "bert-large"])
+@pytest.mark.parametrize("gpu", ["A10", "V100", "L4", "A100-SXM4-40GB", "H100-SXM5-80GB", "H200"])
+def test_the_estimate_is_the_fastest_configuration_that_fits_and_never_one_that_does_not(cal, preset, gpu):
+    """As the probe searches (issue 35): every configuration the memory model says fits is predicted and
+    the fastest reported, named in the assumptions; never one the memory model says does not fit."""
+    w, sheet = cal.reference[preset], cal_.match_gpu(gpu)
+    p = est.predict(w, sheet, 1, cal, gpu)
+    if p.tokens_per_s is None:
+        assert p.fit == "does not fit"
+        return
+    usable = sheet.memory_gib * cal_.GIB * est.TIER.memory_headroom
+    fits = est.configs(w, p.precision, usable)
+    assert (p.micro_batch, p.checkpointing) in fits
+    need = w.state_bytes(p.precision) + p.micro_batch * w.seq_len * w.act_bytes_per_token * (
+        cal_.CKPT_KEEP if p.checkpointing else 1.0)
+    assert need <= usable
+    kappa = cal.kappa_for(preset)[0]
+    best = max(kappa / cal_.step_time(w, sheet, p.precision, mb, ck, cal.eff).seconds for mb, ck in fits)
+    assert p.tokens_per_s == pytest.approx(best)
+    named = [a for a in p.assumptions if a.startswith("configuration:")]
+    assert named and f"micro-batch {p.micro_batch}, checkpointing {'on' if p.checkpointing else 'off'}" in named[0]
 
 
 def test_full_fp16_on_a_16_gib_card_does_not_fit(cal):
@@ -74,11 +97,9 @@ def test_loo_and_held_out_scores(cal):
 
 
 def test_duplicated_constants_match_the_probe():
-    from tasks.probe.finetune import plan as finetune_plan
     from tasks.probe.finetune import presets, qlora
 
     assert cal_.NF4_BYTES == qlora.NF4_BYTES_PER_PARAM
-    assert est.TARGET_TOKENS_PER_STEP == finetune_plan.TARGET_TOKENS_PER_STEP
     for name in ("1b", "8b-lora", "bert-large"):  # checkpointing keeps at most CKPT_KEEP of the activations
         p = presets.PRESETS[name]
 

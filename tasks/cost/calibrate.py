@@ -99,6 +99,7 @@ class Workload:
     runs: int = 1
     compile: bool = False
     last_run_at: object = None
+    checkpointing: bool = False  # the measured run's activation checkpointing (its search's choice)
 
     def state_bytes(self, precision: str) -> float:
         """Resident weights, gradients and optimizer state."""
@@ -113,7 +114,8 @@ class Workload:
     def act_bytes_per_token(self) -> float:
         """Activations per token at the measured micro-batch: the measured peak less the state."""
         left = self.peak_mem_gib * GIB - self.state_bytes(self.precision)
-        return max(left, 0.0) / (self.micro_batch * self.seq_len)
+        keep = CKPT_KEEP if self.checkpointing else 1.0  # a checkpointed run held only this share
+        return max(left, 0.0) / (self.micro_batch * self.seq_len) / keep
 
     def weight_bytes(self, precision: str) -> float:
         """The weights a micro-batch reads: bf16 (fp32 masters under fp16 autocast), or the frozen base."""
@@ -134,7 +136,8 @@ def workloads(con: duckdb.DuckDBPyConnection) -> list[Workload]:
             r["preset"], r["gpu_name"], r["target"], r["mode"], r["precision"], int(r["seq_len"]), int(r["micro_batch"]),
             r["mfu_last"] * peak * 1e12 / r["tokens_per_s_last"], float(r["params_total"]),
             float(r["params_trainable"]), float(r["params_non_embedding"]), float(r["peak_mem_gib"]),
-            float(r["tokens_per_s"]), tuple(r["samples"]), int(r["runs"]), bool(r["compile"]), r["last_run_at"]))
+            float(r["tokens_per_s"]), tuple(r["samples"]), int(r["runs"]), bool(r["compile"]), r["last_run_at"],
+            bool(r.get("activation_checkpointing"))))
     return out
 
 
@@ -195,7 +198,7 @@ class Calibration:
 
 def _kappa(w: Workload, eff: dict) -> float:
     sheet = match_gpu(w.gpu_name)
-    return w.tokens_per_s * step_time(w, sheet, w.precision, w.micro_batch, False, eff).seconds
+    return w.tokens_per_s * step_time(w, sheet, w.precision, w.micro_batch, w.checkpointing, eff).seconds
 
 
 def calibrate(ws: list[Workload], eff: dict) -> Calibration | None:

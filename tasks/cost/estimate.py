@@ -6,8 +6,9 @@
 `predict` is pure: a measured preset (tasks.cost.calibrate.Workload), a GPU's datasheet row and a
 count give tokens/s with a 90% interval and one line per assumption, or "does not fit" / "no
 estimate" with the reason, never a made-up number. It knows precision (no bf16: fp16 at its own
-peak, fp32 master weights), memory fit (the measured peak against the card: a smaller micro-batch,
-then activation checkpointing with its recomputed forward, else "does not fit"), and the compute- and
+peak, fp32 master weights), memory fit (every configuration the memory model says fits the card, as
+the probe searches them: without checkpointing at the largest micro-batch, with it at the largest it
+allows, its recomputed forward charged; the fastest is reported, else "does not fit"), and the compute- and
 bandwidth-bound parts of a step. `candidates` prices every catalog instance type whose GPU is known:
 C and R through tasks.cost.model (never re-written here), R from the type's own fine-tune history when
 it has one, else the fleet-wide failure rate of the preset. A type with measured runs of the preset
@@ -24,8 +25,7 @@ from tasks.cost import calibrate as cal_
 from tasks.cost.derived import TierConfig
 from tasks.cost.model import effective_cost, failure_rate, rerun_factor
 
-MODEL_VERSION = "1"  # bump when the estimator's method changes: older track-record rows say which one made them
-TARGET_TOKENS_PER_STEP = 8192  # the probe's (finetune_plan.py; importing it needs torch, tests hold the copy equal)
+MODEL_VERSION = "2"  # 2: the fastest configuration that fits, as the probe's search (issue 35); bump when the estimator's method changes: older track-record rows say which one made them
 TIER = TierConfig()  # memory headroom and the assumed multi-GPU scaling efficiency: the cost domain's, once
 
 
@@ -66,14 +66,16 @@ def _largest(w: cal_.Workload, precision: str, usable: float, ckpt: bool) -> int
     return mb
 
 
-def _fit(w: cal_.Workload, precision: str, usable: float) -> tuple[int, bool] | None:
-    """(micro-batch, checkpointing) by the probe's rule (tasks/probe/finetune_plan.plan): without checkpointing
-    when that reaches TARGET_TOKENS_PER_STEP (or checkpointing would not allow a bigger micro-batch), else with it."""
+def configs(w: cal_.Workload, precision: str, usable: float) -> list[tuple[int, bool]]:
+    """The configurations the memory model says fit, as the probe tries them (tasks/probe/finetune/plan.py
+    `candidates`): without checkpointing at the largest micro-batch, and with it at the largest it
+    allows where that is bigger (at the same micro-batch it is only the same step plus a recomputed
+    forward). No rule of thumb picks between them: `predict` estimates each and keeps the fastest."""
     plain, ckpt = _largest(w, precision, usable, False), _largest(w, precision, usable, True)
-    want = min(w.micro_batch, max(1, TARGET_TOKENS_PER_STEP // w.seq_len))
-    if plain >= 1 and (plain >= want or ckpt <= plain):
-        return plain, False
-    return (ckpt, True) if ckpt >= 1 else None
+    out = [(plain, False)] if plain >= 1 else []
+    if ckpt >= 1 and ckpt > plain:
+        out.append((ckpt, True))
+    return out
 
 
 def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Calibration,
@@ -88,9 +90,9 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
         out.reason = f"{sheet.key}: no {w.precision} or fp16 peak in gpu_specs.json: no estimate"
         return out
     usable = sheet.memory_gib * cal_.GIB * TIER.memory_headroom
-    got = _fit(w, precision, usable)
+    fits = configs(w, precision, usable)
     out.precision = precision
-    if got is None:
+    if not fits:
         out.fit = "does not fit"
         state = w.state_bytes(precision)
         need = state + w.seq_len * w.act_bytes_per_token * cal_.CKPT_KEEP
@@ -98,11 +100,13 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
                       f"activation checkpointing ({state / cal_.GIB:.1f} GiB of it weights, gradients and optimizer "
                       f"state); {sheet.memory_gib:g} GiB x {TIER.memory_headroom:g} = {usable / cal_.GIB:.1f} GiB usable")
         return out
-    mb, ckpt = got
-    step = cal_.step_time(w, sheet, precision, mb, ckpt, cal.eff)
     kappa, own = cal.kappa_for(w.preset)
     scale = 1.0 if count == 1 else count * TIER.assumed_scaling_efficiency
-    x = kappa / step.seconds * scale
+    steps = {c: cal_.step_time(w, sheet, precision, c[0], c[1], cal.eff) for c in fits}
+    rate = {c: kappa / st.seconds * scale for c, st in steps.items()}  # step_time is seconds per token
+    (mb, ckpt) = max(fits, key=lambda c: rate[c])
+    step = steps[(mb, ckpt)]
+    x = rate[(mb, ckpt)]
     width = math.exp(cal.log_halfwidth)
     out.tokens_per_s, out.lo, out.hi = x, x / width, x * width
     out.micro_batch, out.checkpointing = mb, ckpt
@@ -126,15 +130,14 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
                  f"{usable / cal_.GIB:.1f} GiB usable: micro-batch {mb}"
                  + (f" with activation checkpointing (keeps <= {cal_.CKPT_KEEP:.0%} of activations; recomputing "
                     f"the forward adds {cal_.RECOMPUTE[w.mode]:.0%} FLOPs)" if ckpt else "") + f", ~{need:.1f} GiB")
-    if not ckpt and need * cal_.GIB > 0.9 * usable:  # the probe's own first guess is more cautious than this
-        alt = _largest(w, precision, usable, True)
-        alt_x = kappa / cal_.step_time(w, sheet, precision, alt, True, cal.eff).seconds * scale
-        a.append(f"tight fit ({need * cal_.GIB / usable:.0%} of usable): if the run checkpoints instead "
-                 f"(micro-batch {alt}), expect ~{alt_x:,.0f} tokens/s")
-    elif need * cal_.GIB > 0.95 * usable:
+    a.append(f"configuration: micro-batch {mb}, checkpointing {'on' if ckpt else 'off'}, the fastest of the "
+             f"{len(fits)} that fit (as the probe searches them)"
+             + "".join(f"; micro-batch {c[0]} with checkpointing {'on' if c[1] else 'off'}: ~{rate[c]:,.0f} tokens/s"
+                       for c in fits if c != (mb, ckpt)))
+    if need * cal_.GIB > 0.95 * usable:
         a.append(f"tight fit ({need * cal_.GIB / usable:.0%} of usable)"
-                 + (": a smaller micro-batch is left if it runs out of memory" if mb > 1 else
-                    ": if it runs out of memory there is no smaller step (it would not fit)"))
+                 + (": the probe's trial drops it if it runs out of memory, and measures the next one" if len(fits) > 1
+                    or mb > 1 else ": if it runs out of memory there is no smaller step (it would not fit)"))
     a.append(f"efficiency beyond both (kappa {kappa:.2f}) "
              + (f"calibrated on {w.preset}'s own runs" if own else "the median over the measured presets"))
     if count > 1:

@@ -84,30 +84,33 @@ def memory_budget(device: torch.device, opts: FinetuneOptions) -> tuple[float, f
     return free * MEMORY_HEADROOM, total
 
 
-def largest_fit(p: fpresets.Preset, precision: str, ckpt: bool, budget: float, ceiling: int | None = None) -> int:
+def largest_fit(p: fpresets.Preset, precision: str, ckpt: bool, budget: float, ceiling: int | None = None,
+                compiled: bool = False) -> int:
     """The largest power-of-two micro-batch <= ceiling (default: the preset's maximum) whose
     estimate fits `budget`; 0 when even micro-batch 1 does not."""
     mb = 1 << int(math.log2(min(ceiling or p.micro_batch_max, p.micro_batch_max)))
-    while mb >= 1 and fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ckpt) > budget:
+    while mb >= 1 and fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ckpt,
+                                              compiled=compiled) > budget:
         mb //= 2
     return mb
 
 
 def candidates(p: fpresets.Preset, precision: str, device: torch.device, opts: FinetuneOptions,
-               ceiling: int | None = None) -> list[Candidate]:
+               ceiling: int | None = None, compiled: bool = False) -> list[Candidate]:
     """The configurations to try, in trial order (plain first), or [] when none can fit the card.
 
     Pinned (both --micro-batch and --checkpointing): exactly that one. One of them pinned: the other
     is searched. `opts.search` False (the quick profile): one candidate, the largest micro-batch that
     fits without checkpointing, else with it."""
-    est = lambda ck, mb: fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ck)  # noqa: E731
+    est = lambda ck, mb: fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ck,  # noqa: E731
+                                                 compiled=compiled)
     ck_pin, mb_pin = opts.activation_checkpointing, opts.micro_batch
     if ck_pin is not None and mb_pin is not None:
         return [Candidate(ck_pin, mb_pin, est(ck_pin, mb_pin))]
     budget, total = memory_budget(device, opts)
     out: list[Candidate] = []
     for ck in ((False, True) if ck_pin is None else (ck_pin,)):
-        mb = mb_pin or largest_fit(p, precision, ck, budget, ceiling)
+        mb = mb_pin or largest_fit(p, precision, ck, budget, ceiling, compiled)
         if mb >= 1:
             out.append(Candidate(ck, mb, est(ck, mb)))
     if not out:  # nothing fits the planning budget: micro-batch 1 may still fit the card itself

@@ -33,7 +33,7 @@ from tasks.probe.finetune import presets as fpresets
 from tasks.probe.finetune import search as fsearch
 from tasks.probe.finetune.encoder import mask_token_id
 from tasks.probe.finetune.flops import flops_per_token, mfu
-from tasks.probe.finetune.plan import candidates, not_applicable
+from tasks.probe.finetune.plan import candidates, memory_budget, not_applicable
 from tasks.probe.finetune.record import FinetuneOptions, _att, base_record, classify, closed  # noqa: F401
 from tasks.probe.finetune.steady import steady_steps
 from tasks.probe.finetune.train import (NonFiniteLoss, ProbeTimeout, choose_precision, make_optimizer,
@@ -76,6 +76,7 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
     up the fastest, timed phase. Returns the measured fields. Peak memory is the chosen
     configuration's, counted after the search (a QLoRA build holds the bf16 weights briefly)."""
     cuda = device.type == "cuda"
+    pinned_ = opts.micro_batch is not None or opts.activation_checkpointing is not None
     model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision,
                                              activation_checkpointing=cands[0].checkpointing,
                                              model_path=opts.model, seed=opts.seed, preset=p,
@@ -100,9 +101,12 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
             cands, step=step, batch_for=batch_for,
             set_checkpointing=lambda on: fpresets.set_checkpointing(model, on),
             recover=lambda: fsearch.release(optimizer),
-            estimate=lambda ck, mb: fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ck),
+            estimate=lambda ck, mb: fpresets.estimate_bytes(p, mb, precision=precision, checkpointing=ck,
+                                                            compiled=compile_),
             device=device, seq_len=p.seq_len, compile_=compile_, trial_s=opts.trial_s,
-            rounds=opts.trial_rounds, deadline=deadline, log=lambda m: _log(f"{p.name}: {m}"))
+            rounds=opts.trial_rounds, deadline=deadline, log=lambda m: _log(f"{p.name}: {m}"),
+            capacity_bytes=memory_budget(device, opts)[1] if cuda and opts.search and not pinned_ else None,
+            max_micro_batch=p.micro_batch_max)
         for mb in [m for m in loaders if m != found.winner.cand.micro_batch]:
             del loaders[mb]  # the losers' DataLoader workers go now
         mb = found.winner.cand.micro_batch
@@ -215,7 +219,7 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
     blocks = fdata.pack(records, tok, p.seq_len, min_blocks=p.micro_batch_max)
     mlm = (mask_token_id(tok, p.vocab), len(tok)) if p.objective == "mlm" else None
     pinned = opts.micro_batch is not None and opts.activation_checkpointing is not None
-    cands = candidates(p, precision, dev, opts)
+    cands = candidates(p, precision, dev, opts, compiled=compile_)
     if not cands:
         why = f"does not fit: estimated memory at micro-batch 1 exceeds the card ({note})"
         return closed(rec, "not_applicable", why), [_att(task, 1, "not_applicable", None, why, 0.0, _now())]
@@ -254,7 +258,8 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
             # out of memory after the trials passed (the timed phase): a real failure, tried again
             # below the micro-batches that ran out; a pinned configuration is tried exactly as given
             ceiling = max(c.micro_batch for c in cands) // 2
-            cands = [] if pinned or ceiling < 1 else candidates(p, precision, dev, opts, ceiling=ceiling)
+            cands = [] if pinned or ceiling < 1 else candidates(p, precision, dev, opts, ceiling=ceiling,
+                                                                             compiled=compile_)
             if cands:
                 continue
             for a in attempts:

@@ -32,6 +32,8 @@ from tasks.probe.finetune.train import ProbeTimeout, _check_finite, _Timer
 SETTLE_STEPS = 1  # untimed steps of a candidate before each reading: the allocator settles at the
 #   new shape (its first step, which compiles where the preset compiles, came before the rounds)
 MIN_TRIAL_STEPS = 2  # a reading has at least this many steps, however slow one step is
+GROW_HEADROOM = 0.92  # a larger micro-batch is tried when its predicted peak is within this share of
+#   the card: allocated is not reserved (fragmentation), and an out-of-memory costs only a dropped step
 DOMINATED = ("dominated: the same micro-batch runs without checkpointing, and checkpointing only "
              "adds the recomputed forward")
 
@@ -81,8 +83,16 @@ class Found:
 def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int], torch.Tensor],
            set_checkpointing: Callable[[bool], None], recover: Callable[[], None],
            estimate: Callable[[bool, int], float], device: torch.device, seq_len: int, compile_: bool,
-           trial_s: float, rounds: int, deadline: float, log: Callable[[str], None]) -> Found:
-    """Run the candidates' trials and leave the model set to the fastest. Raises NothingFits when every candidate, halved down to micro-batch 1, ran out of memory."""
+           trial_s: float, rounds: int, deadline: float, log: Callable[[str], None],
+           capacity_bytes: float | None = None, max_micro_batch: int | None = None) -> Found:
+    """Run the candidates' trials and leave the model set to the fastest. Raises NothingFits when
+    every candidate, halved down to micro-batch 1, ran out of memory.
+
+    On a GPU (`capacity_bytes`: the card's memory) a plain candidate that ran also grows the search:
+    its measured peak predicts the peak at twice the micro-batch (the state it left allocated plus
+    twice its step's own memory), and where that fits GROW_HEADROOM of the card, the larger
+    micro-batch is tried too. The memory model is rough (it over-counts compiled and LoRA activations);
+    what a step measured is not."""
     cuda = device.type == "cuda"
     timer = _Timer(str(device))
     trials = [Trial(c, compile_, seq_len=seq_len) for c in cands]
@@ -119,7 +129,17 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
             oom = str(exc).splitlines()[0][:300]
         if oom is None:
             alive.append(t)
-            log(f"trial {t.cand.label()}: first step {t.first_s:.1f} s")
+            log(f"trial {t.cand.label()}: first step {t.first_s:.1f} s"
+                + (f", peak {t.peak_bytes / 2**30:.1f} GiB" if t.peak_bytes else ""))
+            grown = _grow(t, capacity_bytes, max_micro_batch, trials, device) if cuda else None
+            if grown is not None:
+                log(f"trial {grown.cand.label()}: added, its predicted peak "
+                    f"{grown.cand.estimated_bytes / 2**30:.1f} GiB fits the card")
+                trials.append(grown)
+                queue.insert(0, grown)
+                for q in [q for q in queue if q.cand.checkpointing and q.cand.micro_batch == grown.cand.micro_batch]:
+                    queue.remove(q)  # now dominated by the plain one at its micro-batch
+                    standby[q.cand.micro_batch] = q
             continue
         recover()  # outside the except block: the traceback no longer pins the activations
         t.outcome, t.reason = "dropped", f"out of memory in its trial: {oom}"
@@ -181,6 +201,20 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
     peak_reset()
     log(f"chose {winner.cand.label()}: {winner.reason}")
     return Found(winner, trials, losses, len(losses), time.perf_counter() - t_start)
+
+
+def _grow(t: Trial, capacity: float | None, max_mb: int | None, trials: list[Trial], device) -> Trial | None:
+    """The plain candidate at twice t's micro-batch, when t's measured peak predicts it fits."""
+    if t.cand.checkpointing or not capacity or not t.peak_bytes or max_mb is None:
+        return None
+    mb = t.cand.micro_batch * 2
+    if mb > max_mb or any(not x.cand.checkpointing and x.cand.micro_batch == mb for x in trials):
+        return None
+    kept = torch.cuda.memory_allocated(device)  # weights and optimizer state, the step's memory freed
+    predicted = kept + 2 * max(0, t.peak_bytes - kept)
+    if predicted > capacity * GROW_HEADROOM:
+        return None
+    return Trial(Candidate(False, mb, predicted), t.compile, seq_len=t.seq_len)
 
 
 def _reading(step, batch_for, mb: int, timer: _Timer, trial_s: float, deadline: float, losses: list) -> list[float]:
