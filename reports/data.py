@@ -75,7 +75,8 @@ class Section:
 @dataclass
 class ReportData:
     targets: Rows
-    cost: Section  # one row per (target, preset) over the window: tasks.cost.table.costs, with the gap
+    cost: Section  # one row per (target, preset) over the window: tasks.cost.table.costs, with the gap;
+    #                extra["unmeasured"]: the presets whose fine-tunes all failed or were not applicable (no cost, why)
     leaders: Section  # per preset: the cheapest target now and the runner-up's gap to it
     tiers: Section
     history: Section  # cost per (period, target, preset): the cost window stepped back a week at a time
@@ -244,8 +245,10 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         history, gaps, why = Section(), Section(), Section(note="no data yet: no runs in this warehouse")
         since, points = None, []
     else:
-        rows, figs = costs(con, span, opts, today=today)
-        cost = Section(rows=with_p_interval(cheapest_first(rows)))
+        rows, figs = costs(con, span, opts, today=today, unmeasured=True)
+        unmeasured = [r for r in rows if r["tokens_per_s"] is None]
+        rows = [r for r in rows if r["tokens_per_s"] is not None]
+        cost = Section(rows=with_p_interval(cheapest_first(rows)), extra={"unmeasured": unmeasured})
         lead = Section(rows=leaders(rows, figs))
         baseline = pick_baseline(cost.rows, cfg.baseline, known)
         add_gaps(cost.rows, figs, baseline)

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, empty, esc, link, pct, script_json, sig, table
+from reports.html import Raw, badge, empty, esc, link, pct, script_json, sig, table
 from reports.theme import CSS
 
 NAV = [("index.html", "Overview"), ("over-time.html", "Gap over time"), ("why.html", "Why it moved"),
@@ -138,6 +138,16 @@ def _section(sec: Section, html: Callable[[], str], what: str, none: str | None 
 def gpu_count(data: ReportData, target: Any) -> int | None:
     """A target's GPU count, from one place on every page: the targets table (report_targets.sql); 0 = CPU only."""
     return next((t.get("gpu_count") for t in data.targets if t["target"] == target), None)
+
+
+def unstable_badge(r: dict) -> str:
+    """The flag of a figure built on fine-tunes whose steady-state rule did not converge (issue 37.5), with
+    their window spread (tasks.cost.table.window_spread); empty for a steady one."""
+    if not r.get("unstable"):
+        return ""
+    spread = f", window spread {r['window_spread']:.1%}" if r.get("window_spread") is not None else ""
+    return (f' {badge("unstable", "warn")}<span class="sub">{r["unstable_runs"]} of {r["runs"]} runs did not '
+            f"settle{esc(spread)}</span>")
 
 
 def _target_link(t: Any) -> Raw:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from reports import charts, story
 from reports.data import ReportData, Rows, Section
 from reports.html import Raw, badge, empty, esc, fmt, interval_text, p_text, pct, sig
-from reports.page import PICKER_JS, Page, _section, _target_link, changes_table, gpu_count, pct_cell
+from reports.page import (PICKER_JS, Page, _section, _target_link, changes_table, gpu_count, pct_cell,
+                          unstable_badge)
 from reports.pages_answer import answer, glossary, picker, price_throughput
 from reports.pages_detail import hardware, quality, reliability
 from reports.pages_target import target_pages
@@ -22,10 +23,11 @@ COST_CSV = COLUMNS + ["gap", "gap_lo", "gap_hi", "is_baseline", "p_lo", "p_hi"]
 
 
 def _cost_cell(r: dict) -> Raw | None:
-    if r.get("cost_per_mtok") is None:
-        return badge("no price", "warn") if r.get("price_per_hour") is None else badge("every attempt failed", "bad")
-    return Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">{esc(interval_text(r['cost_lo'], r['cost_hi']))}</span>",
-               sort=r["cost_per_mtok"])
+    if r.get("cost_per_mtok") is None:  # no price, every attempt failed, or a fine-tune that failed / did not apply
+        why = r.get("no_cost_reason") or "no cost"
+        return badge(why, "warn" if r.get("price_per_hour") is None and r.get("tokens_per_s") is not None else "bad")
+    return Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">{esc(interval_text(r['cost_lo'], r['cost_hi']))}</span>"
+               f"{unstable_badge(r)}", sort=r["cost_per_mtok"])
 
 
 def _gap_cell(r: dict, base_presets: set) -> Raw | None:
@@ -69,6 +71,7 @@ def overview(data: ReportData) -> Page:
                        f"{fmt(data.today)} UTC.</p>")
     p.h2("The answer, per preset")
     presets = sorted({r["preset"] for r in data.cost.rows})
+    unmeasured = data.cost.extra.get("unmeasured", [])
     p.card(_section(data.leaders, lambda: answer(p, data) + glossary(presets), "priced runs"))
     p.h2("Your workload: cost and time", anchor="your-workload")
     if data.reader.get("inputs"):
@@ -90,14 +93,14 @@ def overview(data: ReportData) -> Page:
                 ("cost_now", f"Cost at today's price ({cur})"), ("p", "Failed attempts p"), ("x", "Tokens/s")]
         out = [f'<p class="exports">One table per preset: cost per token is workload-specific. All presets: '
                f'<a href="data/overview-costs.csv" download>CSV</a></p>']
-        p.data["overview-costs"] = [{k: r.get(k) for k in COST_CSV} for r in data.cost.rows]
-        for preset in presets:
-            mine = [r for r in data.cost.rows if r["preset"] == preset]
+        p.data["overview-costs"] = [{k: r.get(k) for k in COST_CSV} for r in data.cost.rows + unmeasured]
+        for preset in sorted(set(presets) | {r["preset"] for r in unmeasured}):
+            mine = [r for r in data.cost.rows + unmeasured if r["preset"] == preset]
             rows = [{"target": _target_link(r["target"]), "cost": _cost_cell(r),
                      "gap": _gap_cell(r, base_presets), "price_now": _price_cell(r),
                      "cost_now": r.get("cost_now_per_mtok"),
-                     "p": Raw(f"{esc(p_text(r['failed_attempts'], r['attempts']))}<span class=\"sub\">"
-                              f"R {fmt(r.get('R'))}</span>", sort=r["p"]),
+                     "p": (Raw(f"{esc(p_text(r['failed_attempts'], r['attempts']))}<span class=\"sub\">"
+                               f"R {fmt(r.get('R'))}</span>", sort=r["p"]) if r.get("attempts") is not None else None),
                      "x": Raw(f"{fmt(r.get('tokens_per_s'))}<span class=\"sub\">{r['runs']} runs</span>",
                               sort=r.get("tokens_per_s")),
                      "_base": r.get("is_baseline")} for r in mine]
@@ -115,7 +118,7 @@ def overview(data: ReportData) -> Page:
         return "".join(out)
 
     p.h2(f"Cost per 1M tokens by preset, gap to {data.baseline or 'the baseline'}")
-    p.card(_section(data.cost, costs, "priced runs"))
+    p.card(_section(Section(rows=data.cost.rows + unmeasured, note=data.cost.note), costs, "priced runs"))
     p.h2("Recommendation by model-size tier")
     p.card(_section(data.tiers, lambda: _tiers(p, data, cur), "tier recommendations"))
     p.h2("Throughput shifts found (change-point test)")
@@ -177,7 +180,7 @@ def _tiers(p: Page, data: ReportData, cur: str) -> str:
         shown.append(dict(
             r, tier=tier, target=_target_link(r["target"]) if r.get("target") else None,
             gpus=gpu_count(data, r.get("target")),
-            cost_per_mtok=(Raw(f"{sig(r['cost_per_mtok'])}{stale}", sort=r["cost_per_mtok"])
+            cost_per_mtok=(Raw(f"{sig(r['cost_per_mtok'])}{stale}{unstable_badge(r)}", sort=r["cost_per_mtok"])
                            if r.get("cost_per_mtok") is not None else None),
             fits=(badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False
                   else badge("not assessed", "warn")),

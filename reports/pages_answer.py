@@ -15,12 +15,13 @@ from reports import charts
 from reports.data import ReportData, Rows
 from reports.glossary import PRESETS, TOKEN
 from reports.html import MISSING, Raw, badge, esc, interval_text, pct, script_json, sig
-from reports.page import Page, _target_link
+from reports.page import Page, _target_link, unstable_badge
 from reports.reader import input_rows
 
 ANSWER_CSV = ("preset", "cheapest", "cost_per_mtok", "cost_lo", "cost_hi", "cost_now_per_mtok", "cheapest_runs",
-              "runner_up", "runner_up_cost_per_mtok", "gap", "gap_lo", "gap_hi", "runner_up_runs", "verdict",
-              "targets", "currency")
+              "cheapest_unstable", "cheapest_window_spread", "runner_up", "runner_up_cost_per_mtok", "gap", "gap_lo",
+              "gap_hi", "runner_up_runs", "runner_up_unstable", "runner_up_window_spread", "verdict", "targets",
+              "currency")
 BILLING_WORDS = {"on_demand": "on-demand", "monthly": "monthly (per hour: /730)", "yearly": "yearly (per hour: /8760)",
                  "spot": "spot"}
 F_WORDS = {0.0: "0: no work lost (checkpoint every step)", 0.5: "0.5: half an attempt (no checkpoints)",
@@ -36,14 +37,23 @@ def verdict(row: dict) -> str:
 
 
 def answer_rows(data: ReportData) -> Rows:
-    """Per preset of the window: the leaders' figures plus the runs behind each and the verdict."""
-    runs = {(r["target"], r["preset"]): r["runs"] for r in data.cost.rows}
+    """Per preset of the window: the leaders' figures plus the runs behind each (and whether any did not
+    settle: the unstable flag and window spread, issue 37.5) and the verdict."""
+    by = {(r["target"], r["preset"]): r for r in data.cost.rows}
     out = []
     for r in sorted((r for r in data.leaders.rows if r["period"] == 0), key=lambda r: r["preset"]):
-        out.append(dict(r, cheapest_runs=runs.get((r["cheapest"], r["preset"])),
-                        runner_up_runs=runs.get((r["runner_up"], r["preset"])) if r.get("runner_up") else None,
-                        verdict=verdict(r)))
+        row = dict(r, verdict=verdict(r))
+        for side in ("cheapest", "runner_up"):
+            c = by.get((r[side], r["preset"]), {}) if r.get(side) else {}
+            row.update({f"{side}_runs": c.get("runs"), f"{side}_unstable": c.get("unstable"),
+                        f"{side}_unstable_runs": c.get("unstable_runs"), f"{side}_window_spread": c.get("window_spread")})
+        out.append(row)
     return out
+
+
+def _flag(r: dict, side: str) -> str:
+    return unstable_badge({"unstable": r.get(f"{side}_unstable"), "unstable_runs": r.get(f"{side}_unstable_runs"),
+                           "runs": r.get(f"{side}_runs"), "window_spread": r.get(f"{side}_window_spread")})
 
 
 def answer(p: Page, data: ReportData) -> str:
@@ -60,9 +70,10 @@ def answer(p: Page, data: ReportData) -> str:
             "cheapest": Raw(f"{_target_link(r['cheapest'])}<span class=\"sub\">"
                             f"{'only target measured' if alone else 'cheapest'}</span>", sort=r["cheapest"]),
             "cost": Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">{esc(interval_text(r['cost_lo'], r['cost_hi']))}"
-                        f"</span>{today}", sort=r["cost_per_mtok"]),
+                        f"</span>{today}{_flag(r, 'cheapest')}", sort=r["cost_per_mtok"]),
             "cheapest_runs": r["cheapest_runs"],
-            "runner_up": Raw('<span class="empty">none</span>', sort=None) if alone else _target_link(r["runner_up"]),
+            "runner_up": (Raw('<span class="empty">none</span>', sort=None) if alone else
+                          Raw(f"{_target_link(r['runner_up'])}{_flag(r, 'runner_up')}", sort=r["runner_up"])),
             "gap": None if alone else Raw(f"{esc(pct(r['gap']))}<span class=\"sub\">"
                                           f"{esc(interval_text(r['gap_lo'], r['gap_hi'], as_pct=True))}</span>",
                                           sort=r["gap"]),

@@ -9,10 +9,11 @@ import math
 from typing import Any, Iterable
 
 # The headline columns, in order (tasks.cost.table's names; missing ones are left out): the window's
-# cost with its interval and price, today's price and the cost at it, then X, p = k/n and R.
+# cost with its interval and price, today's price and the cost at it, then X, p = k/n and R, and whether the
+# runs' steady-state rule did not converge, with their window spread (issue 37.5).
 HEADLINE_COLUMNS = ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "currency", "price_per_hour",
                     "price_now_per_hour", "cost_now_per_mtok", "price_stale", "tokens_per_s", "p",
-                    "failed_attempts", "attempts", "R", "runs")
+                    "failed_attempts", "attempts", "R", "runs", "unstable", "window_spread")
 
 
 def _cell(v: Any) -> str:

@@ -11,6 +11,9 @@ environment changes for either target. `--json` prints the same dict as tasks.co
 A cost built on a price last confirmed more than the stale limit before the window's end says so on
 its own line ("STALE price: confirmed N d before the window's end"); today's price has its own flag on
 the "today" line. The ages come from tasks.cost.rules.price_ages, named for what they are judged against.
+A cost built on runs whose steady-state rule did not converge says so on its line too ("UNSTABLE: n of m
+runs did not settle, window spread s%"); a row without a cost says why (no price, every attempt failed,
+or a fine-tune that failed or was not applicable).
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def _show_gap(res: dict) -> None:
         typer.echo(f"  {name}: {c['cost_per_mtok']:.4g} {cur}/1M tokens (90% {c['cost_lo']:.4g}..{c['cost_hi']:.4g})"
                    f"  P {c['price_per_hour']:.4g} {cur}/h (window blend)  X {c['tokens_per_s']:.4g} tokens/s "
                    f"({c['runs']} runs)  p {c['p']:.3f} ({c['failed_attempts']}/{c['attempts']})  R {c['R']:.4f}"
-                   f"{_window_flag(c)}")
+                   f"{_window_flag(c)}{_unstable_flag(c)}")
         typer.echo(f"    {_today(c, cur)}")
     typer.echo(f"  gap C_A/C_B - 1 = {_pct(res['gap'])}  (90% {_pct(res['gap_lo'])}..{_pct(res['gap_hi'])})")
     t = res["terms"]
@@ -99,6 +102,14 @@ def _window_flag(c: dict) -> str:
     if not c.get("price_stale_at_window_end"):
         return ""
     return f"  STALE price: confirmed {c['price_age_days_at_window_end']} d before the window's end"
+
+
+def _unstable_flag(c: dict) -> str:
+    """The flag of a cost built on fine-tunes whose steady-state rule did not converge, with their window spread."""
+    if not c.get("unstable"):
+        return ""
+    spread = f", window spread {c['window_spread']:.1%}" if c.get("window_spread") is not None else ""
+    return f"  UNSTABLE: {c['unstable_runs']} of {c['runs']} runs did not settle{spread}"
 
 
 def _today(c: dict, cur: str) -> str:
@@ -198,13 +209,13 @@ def targets_cmd(
                    f"(ends at the newest run unless --as-of); cost from each run's price as of the run")
     for r in rows:
         if r["cost_per_mtok"] is None:
-            why = "no price" if r["price_per_hour"] is None else "no cost"
-            typer.echo(f"{r['target']:<28} {r['preset']:<10} {why:>24}   X {r['tokens_per_s']:.4g} tokens/s")
+            x = f"   X {r['tokens_per_s']:.4g} tokens/s" if r["tokens_per_s"] is not None else ""
+            typer.echo(f"{r['target']:<28} {r['preset']:<10} no cost: {r['no_cost_reason']}{x}{_unstable_flag(r)}")
             continue
         typer.echo(f"{r['target']:<28} {r['preset']:<10} {r['cost_per_mtok']:>10.4g} {currency}/1M tokens "
                    f"(90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g})  P {r['price_per_hour']:.4g}/h  "
                    f"X {r['tokens_per_s']:.4g} tok/s  p {r['p']:.3f} ({r['failed_attempts']}/{r['attempts']})  "
-                   f"R {r['R']:.3f}{_window_flag(r)}")
+                   f"R {r['R']:.3f}{_window_flag(r)}{_unstable_flag(r)}")
         typer.echo(f"{'':<39} {_today(r, currency)}")
 
 
@@ -250,16 +261,20 @@ def tiers_cmd(
         mark = "*" if r["recommended"] else " "
         stale = f"{_window_flag(r).strip()}; " if r["cost_per_mtok"] is not None and _window_flag(r) else ""
         today = "today's price STALE " if r["price_stale_today"] else ""
-        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{today}"
+        unstable = f"{_unstable_flag(r).strip()}; " if r["cost_per_mtok"] is not None and r.get("unstable") else ""
+        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{today}{unstable}"
                    f"{'ASSUMED ' if r['assumed'] else ''}{r['reason']}")
     for r in extra:
+        if r["tokens_per_s"] is None:  # a preset whose fine-tunes all failed or were not applicable
+            typer.echo(f"  {r['target']}/{r['preset']}: no cost: {r['no_cost_reason']}")
+            continue
         kwh = (f"{r['kwh_per_mtok']:.4g} kWh/1M tokens = {r['electricity_cost_per_mtok']:.4g} {currency}"
                if r["kwh_per_mtok"] is not None else "energy not measured")
         hours = f"{r['hours_to_train']:.4g} h" if r["hours_to_train"] is not None else "?"
         money = f"{r['cost_to_train']:.4g} {currency}" if r["cost_to_train"] is not None else "no price"
         stale = _window_flag(r) if r["cost_to_train"] is not None else ""  # the cost to train is C x N
         typer.echo(f"  {r['target']}/{r['preset']}: {r['tokens_per_gpu_day']:.4g} tokens/GPU-day; {train_tokens:.3g} "
-                   f"tokens in {hours}, {money}; {kwh}{stale}")
+                   f"tokens in {hours}, {money}; {kwh}{stale}{_unstable_flag(r)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -81,7 +81,8 @@ def candidates(con: duckdb.DuckDBPyConnection, preset: str, opts: CostOptions, t
     if measured is None:
         from tasks.cost.table import cost_table
         measured = cost_table(con, billing=opts.billing, currency=opts.currency, f=opts.f, today=today).to_dicts()
-    done = {r["target"]: r for r in measured if r["preset"] == preset}
+    # measured: a row with tokens/s (a preset whose fine-tunes all failed or were not applicable has none)
+    done = {r["target"]: r for r in measured if r["preset"] == preset and r["tokens_per_s"] is not None}
     book = {}
     for p in sql.rows(con, "estimate_prices", {"today": today, "billing": opts.billing or "on_demand",
                                                "currency": opts.currency}):

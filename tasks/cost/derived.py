@@ -84,6 +84,8 @@ def derived(con: duckdb.DuckDBPyConnection, *, train_tokens: float = 1e9, price_
 # the price-age fields a tier row carries from its cost row (tasks.cost.rules.price_ages)
 STALE_KEYS = ("price_stale", "price_age_days_at_window_end", "price_stale_at_window_end", "price_age_days_today",
               "price_stale_today")
+# ... and the unstable flag of the fine-tunes its cost rests on (issue 37.5: tasks.cost.table), with their types
+UNSTABLE_KEYS = {"unstable": pl.Boolean, "unstable_runs": pl.Int64, "window_spread": pl.Float64, "runs": pl.Int64}
 
 
 def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> dict:
@@ -92,7 +94,7 @@ def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> di
     notes: list[str] = []
     out = {"tier": tier, "tier_params": size, "target": r["target"], "preset": r["preset"], "cost_per_mtok": None,
            "fits": False, "mode": None, "assumed": False, "reason": "", "gpus": gpus,
-           **{k: r.get(k) for k in STALE_KEYS}}
+           **{k: r.get(k) for k in STALE_KEYS}, **{k: r.get(k) for k in UNSTABLE_KEYS}}
     if per_gpu is None:
         out.update(fits=None, assumed=True,
                    reason="GPU memory unknown (no GPU in the environment): fit not assessed")
@@ -109,7 +111,8 @@ def _tier_row(tier: str, size: float, r: dict, mem: dict, cfg: TierConfig) -> di
                  f"{cfg.activation_bytes_per_param:g} B/param)")
     measured_params, measured_mode = r.get("params_total"), r.get("mode") or "full"
     if not measured_params or r.get("cost_per_mtok") is None:
-        out.update(assumed=True, reason="; ".join(notes + ["no priced measurement with a parameter count to scale"]))
+        why = f" ({r['no_cost_reason']})" if r.get("no_cost_reason") else ""
+        out.update(assumed=True, reason="; ".join(notes + [f"no priced measurement with a parameter count to scale{why}"]))
         return out
     x = r["tokens_per_s"] * (FLOPS_PER_TOKEN.get(measured_mode, 6.0) * measured_params) / (
         FLOPS_PER_TOKEN[mode] * size)
@@ -146,7 +149,7 @@ def tier_recommendations(con: duckdb.DuckDBPyConnection, *, config: TierConfig |
     schema = {"tier": pl.String, "tier_params": pl.Float64, "target": pl.String, "preset": pl.String,
               "cost_per_mtok": pl.Float64, "fits": pl.Boolean, "mode": pl.String, "assumed": pl.Boolean,
               "reason": pl.String, "gpus": pl.Int64, "tokens_per_s": pl.Float64,
-              **{k: pl.Int64 if "age" in k else pl.Boolean for k in STALE_KEYS}}
+              **{k: pl.Int64 if "age" in k else pl.Boolean for k in STALE_KEYS}, **UNSTABLE_KEYS}
     frame = pl.DataFrame([{k: row.get(k) for k in schema} for row in rows], schema=schema)
     order = {name: i for i, (name, _) in enumerate(cfg.tiers)}
     frame = frame.with_columns(_o=pl.col("tier").replace_strict(order, return_dtype=pl.Int64)).sort(

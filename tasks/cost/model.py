@@ -11,7 +11,8 @@ For one (target, preset) over a window, from its inputs (tasks.cost.inputs: SQL 
 Between two targets on one preset: gap = C_A / C_B - 1, and exactly
   ln(C_A / C_B) = ln(P_A / P_B) - ln(X_A / X_B) + ln(R_A / R_B)   (price, throughput, reliability).
 90% intervals: draws of X (the exact bootstrap of the median over runs, smoothed by the run-to-run
-CV: tasks.cost.stats), draws of p (Beta posterior, Jeffreys prior; none when n = 0), and C through
+CV and widened by the window spread of runs whose steady-state rule did not converge: tasks.cost.stats),
+draws of p (Beta posterior, Jeffreys prior; none when n = 0), and C through
 the same formula; the gap's from the paired draws. Each (target, preset) draws from a generator of
 its own, seeded by (seed, target, preset), so a figure is the same whether it is computed alone
 (`costgap gap`) or beside every other target (the overview).
@@ -138,8 +139,9 @@ class Figure:
 
 
 def figure(price_per_hour: float | None, samples: np.ndarray, failed: int, attempts: int, cv_within: float | None,
-           opts: CostOptions, rng: np.random.Generator) -> Figure:
-    """P, X, p, R, C and C's 90% interval from one (target, preset)'s inputs; `samples` = each run's tokens/s."""
+           opts: CostOptions, rng: np.random.Generator, spreads=()) -> Figure:
+    """P, X, p, R, C and C's 90% interval from one (target, preset)'s inputs; `samples` = each run's tokens/s;
+    `spreads` = the window spread of each run whose steady-state rule did not converge (stats.unsteady)."""
     x = np.sort(np.asarray(samples, dtype=float))
     n_runs = x.size
     tokens_per_s = float(np.median(x))
@@ -149,6 +151,8 @@ def figure(price_per_hour: float | None, samples: np.ndarray, failed: int, attem
     p = failure_rate(failed, attempts)
     p_draws = (stats.failure_rate_draws(np.array([float(failed)]), np.array([float(attempts)]), opts.draws, rng)[0]
                if attempts else np.zeros(opts.draws))
+    if len(spreads):  # drawn after p's draws: a figure without unsteady runs keeps its draws exactly
+        x_draws = stats.unsteady(x_draws, np.asarray(spreads, dtype=float), n_runs, rng)
     r = rerun_factor(p, opts.f) if p < 1.0 else None
     if price_per_hour is None or r is None:
         return Figure(price_per_hour, tokens_per_s, failed, attempts, p, r, None, None, None,

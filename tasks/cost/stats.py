@@ -71,6 +71,21 @@ def smooth(draws: np.ndarray, cv: np.ndarray, sizes: np.ndarray, rng: np.random.
     return draws * np.exp(rng.standard_normal(draws.shape) * width[:, None])
 
 
+def unsteady(draws: np.ndarray, spreads: np.ndarray, runs: int, rng: np.random.Generator) -> np.ndarray:
+    """Widen draws of X by the runs whose steady-state rule did not converge (issue 37.5).
+
+    Each draw picks one of the `runs` runs at random. An unsteady run (its window spread s: (max - min) /
+    median of its steady part's window tokens/s; `spreads` holds one per unsteady run) moves the draw by
+    a uniform factor in [1 - s/2, 1 + s/2], the range its windows spanned around their median; a steady
+    run (already bounded at 1% by the rule, and in the run-to-run CV) leaves it as is. All runs unsteady
+    at spread s: the 90% interval of X spans about 0.9 s.
+    """
+    per_run = np.zeros(max(runs, len(spreads)))
+    per_run[:len(spreads)] = spreads
+    pick = per_run[rng.integers(0, len(per_run), size=draws.shape)]
+    return draws * (1.0 + pick * (rng.random(draws.shape) - 0.5))
+
+
 def failure_rate_draws(failed: np.ndarray, attempts: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     """Posterior draws of p per group: Beta(failed + 1/2, ok + 1/2). Returns [groups, draws]."""
     ok = attempts - failed

@@ -6,6 +6,11 @@
 Inputs come from SQL (tasks.cost.inputs), every formula from tasks.cost.model, and every "which
 figure" rule (default window, preset for a pair, today's price) from tasks.cost.rules. Every
 surface (CLI, report, artifact, tier recommendation) reads its figures from the functions here.
+No measurement vanishes (issue 37.5): a fine-tune whose steady-state rule did not converge (status
+unstable) counts as an ok one does, flagged `unstable` with its window spread (window_spread(), the
+one place it is computed), which widens X's draws and so the interval; a (target, preset) whose
+fine-tunes in the window all failed or were not applicable has a row without a cost (`unmeasured`
+rows of cost_table) and `no_cost_reason` says why, as it does for a row without a price.
 """
 
 from __future__ import annotations
@@ -20,19 +25,22 @@ from tasks.cost.changepoint import ENV_FIELDS, detect
 from tasks.cost.inputs import Span, known_targets, price_now, window_inputs
 from tasks.cost.model import CostOptions, Figure, effective_cost, figure, gap_figure, row_rng
 from tasks.errors import UserError
+from tasks.probe.finetune.steady import steady_spread
 from warehouse import sql
 
 # The figures of one (target, preset) over a window, in the order the CLI's --json and the headline use.
-COLUMNS = ["target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "currency",
+COLUMNS = ["target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "no_cost_reason", "currency",
            "price_per_hour", "price_effective_from", "price_source",
            "price_now_per_hour", "cost_now_per_mtok", "price_now_effective_from", "price_age_days", "price_stale",
            "price_age_days_at_window_end", "price_stale_at_window_end", "price_age_days_today", "price_stale_today",
-           "tokens_per_s", "runs", "failed_attempts", "attempts", "p", "R", "last_run_at",
+           "tokens_per_s", "runs", "unstable", "unstable_runs", "window_spread",
+           "failed_attempts", "attempts", "p", "R", "last_run_at",
            "window_start", "window_end"]
 EXTRA = ["period", "priced_runs", "cv_within", "gpu_count", "mfu", "kwh_per_mtok", "scaling_efficiency",
          "params_total", "n_gpus", "mode", "price_last_seen_at"]
 _TYPES = {"target": pl.String, "preset": pl.String, "currency": pl.String, "price_source": pl.String,
-          "mode": pl.String, "price_stale": pl.Boolean, "price_stale_at_window_end": pl.Boolean,
+          "mode": pl.String, "no_cost_reason": pl.String, "unstable": pl.Boolean, "unstable_runs": pl.Int64,
+          "price_stale": pl.Boolean, "price_stale_at_window_end": pl.Boolean,
           "price_stale_today": pl.Boolean, "price_age_days_at_window_end": pl.Int64, "price_age_days_today": pl.Int64,
           "runs": pl.Int64, "attempts": pl.Int64,
           "failed_attempts": pl.Int64, "price_age_days": pl.Int64, "period": pl.Int64, "priced_runs": pl.Int64,
@@ -49,12 +57,29 @@ def options(billing: str | None = "on_demand", currency: str = "USD", f: float |
     return CostOptions(billing=billing, currency=currency, seed=seed, **given)
 
 
-def _row(r: dict, fig: Figure, span: Span, now: dict | None, today: datetime, opts: CostOptions) -> dict:
+def window_spread(windows: list[float] | None) -> float | None:
+    """One fine-tune's window spread: (max - min) / median of its steady part's window tokens/s, the figure
+    its steady-state rule bounds at 1% (tasks/probe/finetune/steady.py steady_spread over the bundle's
+    window_tokens_per_s). The one place costgap computes it; None below 3 windows."""
+    return steady_spread(list(windows or []))
+
+
+def no_cost_reason(price_per_hour: float | None, rerun: float | None) -> str | None:
+    """Why a measured (target, preset) has no cost, in the words every surface shows; None when it has one."""
+    if price_per_hour is None:
+        return "no price as of its runs"
+    return "every attempt failed" if rerun is None else None
+
+
+def _row(r: dict, fig: Figure, span: Span, now: dict | None, today: datetime, opts: CostOptions,
+         spreads: list[float | None]) -> dict:
     start, end = span.bounds(r["period"])
     price_now_ = now["price_per_hour"] if now else None
+    known = [x for x in spreads if x is not None]
     return {
         "target": r["target"], "preset": r["preset"], "cost_per_mtok": fig.cost_per_mtok, "cost_lo": fig.cost_lo,
-        "cost_hi": fig.cost_hi, "currency": opts.currency, "price_per_hour": fig.price_per_hour,
+        "cost_hi": fig.cost_hi, "no_cost_reason": no_cost_reason(fig.price_per_hour, fig.R),
+        "currency": opts.currency, "price_per_hour": fig.price_per_hour,
         "price_effective_from": r["price_effective_from"], "price_source": r["price_source"],
         "price_now_per_hour": price_now_,
         "cost_now_per_mtok": (effective_cost(price_now_, fig.tokens_per_s, fig.R)
@@ -62,24 +87,42 @@ def _row(r: dict, fig: Figure, span: Span, now: dict | None, today: datetime, op
         "price_now_effective_from": now["effective_from"] if now else None,
         **rules.price_ages(r.get("price_last_seen_at") if fig.price_per_hour is not None else None, end,
                            now["last_seen_at"] if now else None, today, opts),
-        "tokens_per_s": fig.tokens_per_s, "runs": r["runs"], "failed_attempts": fig.failed_attempts,
+        "tokens_per_s": fig.tokens_per_s, "runs": r["runs"], "unstable": bool(r["unstable_runs"]),
+        "unstable_runs": r["unstable_runs"], "window_spread": max(known) if known else None,
+        "failed_attempts": fig.failed_attempts,
         "attempts": fig.attempts, "p": fig.p, "R": fig.R, "last_run_at": r["last_run_at"],
         "window_start": start, "window_end": end, **{k: r[k] for k in EXTRA if k in r},
     }
 
 
+def _unmeasured_row(u: dict, span: Span, opts: CostOptions) -> dict:
+    """A (target, preset) whose fine-tunes in the window all failed or were not applicable: no cost, and why."""
+    start, end = span.bounds(u["period"])
+    what = "failed" if u["finetune_status"] == "failed" else "not applicable"
+    why = f"fine-tune {what}" + (f": {u['finetune_message']}" if u.get("finetune_message") else "")
+    return {**{c: None for c in COLUMNS + EXTRA}, "target": u["target"], "preset": u["preset"],
+            "no_cost_reason": why, "currency": opts.currency, "runs": 0, "unstable": False, "unstable_runs": 0,
+            "last_run_at": u["last_run_at"], "window_start": start, "window_end": end, "period": u["period"]}
+
+
 def costs(con: duckdb.DuckDBPyConnection, span: Span, opts: CostOptions, targets: list[str] | None = None,
-          today: datetime | None = None) -> tuple[list[dict], dict[tuple, Figure]]:
-    """Every (period, target, preset) of the span: (rows of COLUMNS + EXTRA, {(period, target, preset): Figure})."""
+          today: datetime | None = None, unmeasured: bool = False) -> tuple[list[dict], dict[tuple, Figure]]:
+    """Every (period, target, preset) of the span: (rows of COLUMNS + EXTRA, {(period, target, preset): Figure}).
+    unmeasured: also a row (no cost, no Figure) per (period, target, preset) whose fine-tunes all failed or were
+    not applicable, `no_cost_reason` saying so (cost_unmeasured.sql)."""
     today = today or rules.today()
     inputs = window_inputs(con, span, opts, targets)
     now = price_now(con, today, opts)
     rows, figs = [], {}
     for r in inputs:
+        spreads = [window_spread(w) for w in r["unstable_windows"] or []]
         fig = figure(r["price_per_hour"], r["samples"], r["failed_attempts"], r["attempts"], r["cv_within"], opts,
-                     row_rng(opts, r["target"], r["preset"]))
-        rows.append(_row(r, fig, span, now.get(r["target"]), today, opts))
+                     row_rng(opts, r["target"], r["preset"]), spreads=[x or 0.0 for x in spreads])
+        rows.append(_row(r, fig, span, now.get(r["target"]), today, opts, spreads))
         figs[(r["period"], r["target"], r["preset"])] = fig
+    if unmeasured:
+        rows += [_unmeasured_row(u, span, opts)
+                 for u in sql.rows(con, "cost_unmeasured", {"start": span.start, "end": span.end, "targets": targets})]
     return rows, figs
 
 
@@ -97,14 +140,16 @@ def cheapest_first(rows: list[dict]) -> list[dict]:
 def cost_table(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None = None,
                window_days: float = rules.WINDOW_DAYS, billing: str | None = "on_demand", currency: str = "USD",
                f: float | None = None, stale_after_days: float | None = None, draws: int | None = None,
-               seed: int = 0, targets: list[str] | None = None, today: datetime | None = None) -> pl.DataFrame:
+               seed: int = 0, targets: list[str] | None = None, today: datetime | None = None,
+               unmeasured: bool = True) -> pl.DataFrame:
     """One row per (target, preset) over the default window: P, X, p, R, C with its 90% interval, today's
-    price and the cost at it; cheapest first, no cost last."""
+    price and the cost at it; cheapest first, no cost last (with `no_cost_reason`; `unmeasured`: the presets
+    whose fine-tunes all failed or were not applicable too)."""
     opts = options(billing, currency, f, stale_after_days, draws, seed)
     span = rules.window(con, as_of, window_days)
     if span is None:
         return frame([])
-    rows, _ = costs(con, span, opts, targets, today)
+    rows, _ = costs(con, span, opts, targets, today, unmeasured)
     return frame(cheapest_first(rows))
 
 
@@ -117,15 +162,15 @@ def _check_known(con: duckdb.DuckDBPyConnection, *names: str) -> None:
 
 def _costed(row: dict, preset: str, opts: CostOptions) -> None:
     if row["cost_per_mtok"] is None:
-        why = "no price as of its runs" if row["price_per_hour"] is None else "every attempt failed"
-        raise UserError(f"target {row['target']!r}: no cost for preset {preset!r}: {why} "
+        raise UserError(f"target {row['target']!r}: no cost for preset {preset!r}: {row['no_cost_reason']} "
                         f"(billing {opts.billing or 'per target'}); see `costgap prices import`")
 
 
 KEEP = ("price_per_hour", "price_effective_from", "price_source", "price_now_per_hour", "cost_now_per_mtok",
         "price_now_effective_from", "price_age_days", "price_stale", "price_age_days_at_window_end",
         "price_stale_at_window_end", "price_age_days_today", "price_stale_today", "tokens_per_s", "runs", "attempts",
-        "failed_attempts", "p", "R", "cost_per_mtok", "cost_lo", "cost_hi", "cv_within", "last_run_at")
+        "failed_attempts", "p", "R", "cost_per_mtok", "cost_lo", "cost_hi", "cv_within", "last_run_at",
+        "unstable", "unstable_runs", "window_spread")
 
 
 def gap_window(con: duckdb.DuckDBPyConnection, a: str, b: str, span: Span, opts: CostOptions,
@@ -147,6 +192,7 @@ def gap_window(con: duckdb.DuckDBPyConnection, a: str, b: str, span: Span, opts:
             "gap_hi": g.gap_hi, "ln_ratio": g.ln_ratio, "terms": g.terms,
             "stale": bool(ra["price_stale"] or rb["price_stale"]),
             "stale_at_window_end": bool(ra["price_stale_at_window_end"] or rb["price_stale_at_window_end"]),
+            "unstable": bool(ra["unstable"] or rb["unstable"]),
             "components": {"a": {k: ra[k] for k in KEEP}, "b": {k: rb[k] for k in KEEP}}, "changes": found}
 
 

@@ -1,10 +1,10 @@
--- cost_env_history: successful fine-tune runs with the environment fields a change is reported on,
+-- cost_env_history: measured fine-tune runs (ok or unstable) with the environment fields a change is reported on,
 -- in time order per (target, preset). Feeds tasks/cost/changepoint.py.
 with ft as (
     select r.run_id, r.target, f.preset, r.started_at, f.tokens_per_s, r.environment_id
     from runs r
     join finetunes f using (run_id)
-    where f.status = 'ok' and f.tokens_per_s > 0
+    where f.status in ('ok', 'unstable') and f.tokens_per_s > 0  -- measured (issue 37.5)
       and ($since is null or r.started_at > $since)
       and ($until is null or r.started_at <= $until)
       and ($targets is null or list_contains($targets, r.target))

@@ -5,7 +5,9 @@
 --   the price period that priced the latest run (effective_from, last_seen_at, source);
 --   attempts / failed_attempts (n, k) in the same period: the view finetune_attempts says what counts;
 --   cv_within: run-to-run CV of tokens/s within each environment, pooled (weighted by runs) over
---   environments with >= 2 runs (repeatability, issue 10.4), for the smoothed bootstrap.
+--   environments with >= 2 runs (repeatability, issue 10.4), for the smoothed bootstrap;
+--   unstable_runs and unstable_windows: the runs whose steady-state rule did not converge and each one's
+--   window tokens/s (tasks/cost/table.py turns them into window spreads: issue 37.5).
 with per_env as (
     select period, target, preset, environment_id, count(*) as n,
            stddev_samp(tokens_per_s) / avg(tokens_per_s) as cv
@@ -57,7 +59,10 @@ agg as (
            max(params_total) as params_total,
            max(n_gpus) as n_gpus,
            arg_max(mode, started_at) as mode,
-           list(tokens_per_s order by tokens_per_s) as samples
+           list(tokens_per_s order by tokens_per_s) as samples,
+           count(*) filter (where status = 'unstable') as unstable_runs,
+           list(window_tokens_per_s order by started_at, run_id) filter (where status = 'unstable')
+               as unstable_windows
     from _cost_runs
     group by period, target, preset
 ),

@@ -1,4 +1,4 @@
--- cost_priced_runs: every successful fine-tune run in ($start, $end], priced as of its start, once per
+-- cost_priced_runs: every measured fine-tune run in ($start, $end], priced as of its start, once per
 -- window of _cost_windows (cost_windows.sql) it falls in (`period`: 0 = the newest window). A single
 -- window is the case of one period. Materialised as temp table _cost_runs.
 -- Price: ASOF JOIN on effective_from (a closed period does not price runs at or after its effective_to);
@@ -7,6 +7,8 @@
 -- over a small (currency x day) calendar, then hash-joined for the price currency and for $currency;
 -- USD is the pivot. fx_missing marks a priced run whose rate is missing (the caller raises: a missing
 -- rate is an error, never 1.0). $billing null = each target's own billing_mode (targets table).
+-- Measured = status ok or unstable (issue 37.5: a run whose steady-state rule did not converge still ran
+-- to the end; it counts, flagged, its windows' spread widening the interval: tasks/cost/table.py).
 with t as (
     select target, provider, region, instance_type, coalesce(gpu_count, 0) as gpu_count,
            coalesce(cast($billing as varchar), billing_mode, 'on_demand') as billing_mode
@@ -19,10 +21,11 @@ target_prices as (
 ),
 ft as (
     select r.run_id, r.target, f.preset, r.started_at, r.environment_id, f.tokens_per_s, f.mfu, f.kwh_per_mtok,
-           f.scaling_efficiency, f.params_total, f.mode, f.n_gpus, f.peak_mem_allocated_gib
+           f.scaling_efficiency, f.params_total, f.mode, f.n_gpus, f.peak_mem_allocated_gib, f.status,
+           f.window_tokens_per_s
     from runs r
     join finetunes f using (run_id)
-    where f.status = 'ok' and f.tokens_per_s > 0
+    where f.status in ('ok', 'unstable') and f.tokens_per_s > 0
       and r.started_at > $start and r.started_at <= $end
       and ($targets is null or list_contains($targets, r.target))
     -- one figure per (run, preset): the instance-level one, i.e. the row that used the most GPUs
@@ -74,7 +77,8 @@ with_to as (
 ),
 final as (
     select w.period, run_id, target, preset, started_at, environment_id, tokens_per_s, mfu, kwh_per_mtok,
-           scaling_efficiency, params_total, mode, n_gpus, peak_mem_allocated_gib, gpu_count, price_currency,
+           scaling_efficiency, params_total, mode, n_gpus, peak_mem_allocated_gib, status, window_tokens_per_s,
+           gpu_count, price_currency,
            price_native, price_effective_from, price_last_seen_at, price_source,
            case
                when price_native is null then null

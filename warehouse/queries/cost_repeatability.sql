@@ -8,7 +8,7 @@ with ft as (
            r.probe_version as method_version, f.tokens_per_s as value
     from runs r
     join finetunes f using (run_id)
-    where f.status = 'ok' and f.tokens_per_s > 0
+    where f.status in ('ok', 'unstable') and f.tokens_per_s > 0  -- measured (issue 37.5)
       and ($target is null or r.target = $target)
     -- the instance-level figure per (run, preset), as in cost_runs.sql
     qualify row_number() over (partition by r.run_id, f.preset
