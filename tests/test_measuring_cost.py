@@ -126,27 +126,37 @@ def test_compare_skips_the_run_a_budget_would_exceed_and_tells_it(prefect_harnes
     tag = f"budget-{tmp_path.name[-12:]}".replace("_", "-")
     f = tmp_path / "targets.toml"
     f.write_text(f'[[target]]\nid = "{tag}"\nprovider = "testcloud"\nregion = "r1"\ninstance_type = "small.gpu"\n'
-                 'dispatch = "local"\ntimeout_s = 300\n')
+                 'dispatch = "local"\ntimeout_s = 300\n\n'
+                 f'[[target]]\nid = "{tag}-run"\ndispatch = "local"\ntimeout_s = 300\n'
+                 'skip = ["finetune", "storage", "gemm_sustained"]\n')
     con = warehouse(wh)
     add_target(con, tag, "testcloud", "r1", "small.gpu")
     add_price(con, "testcloud", "r1", "small.gpu", 2.00, effective_from=now - timedelta(days=60))
     _run(con, 1, tag, now - timedelta(minutes=40), 600, dispatch="local")
     _run(con, 2, tag, now - timedelta(minutes=20), 900, dispatch="local")
     con.close()
-    state = compare(targets=[tag], profile="quick", warehouse=str(wh), site=str(tmp_path / "site"),
+    state = compare(targets=[tag, f"{tag}-run"], profile="quick", warehouse=str(wh), site=str(tmp_path / "site"),
                     results=str(tmp_path / "results"), targets_file=str(f), max_spend={tag: 1.20}, return_state=True)
     summary = state.result()
     assert state.is_completed() and state.name == "Completed", state.message
-    assert [o["status"] for o in summary["outcomes"]] == ["skipped"]
-    assert f"skipped for the measuring budget: {tag}" in state.message
+    assert [o["status"] for o in summary["outcomes"]] == ["skipped", "landed"]
+    assert state.message.endswith(f"1 of 1 targets landed; skipped for the measuring budget: {tag}")
     with duckdb.connect(str(wh), read_only=True) as con:
-        assert con.execute("select status from dispatches").fetchall() == [("skipped",)]
-        assert con.execute("select count(*) from measuring_runs").fetchone() == (2,)  # no third run
+        assert con.execute("select target, status from dispatches order by target").fetchall() == [
+            (tag, "skipped"), (f"{tag}-run", "landed")]
+        assert con.execute("select count(*) from measuring_runs where target = ?", [tag]).fetchone() == (2,)
+        ran = con.execute("select probe_flow_run_id, span_source, started_at, finished_at, instance_seconds "
+                          "from measuring_runs where target = ?", [f"{tag}-run"]).fetchone()
         scope, budget, spent, expected = con.execute(
             "select scope, budget, spent, expected from dispatch_skips").fetchone()
     assert (scope, budget) == ("target", 1.20)
     assert spent == pytest.approx(1500 / 3600 * 2.00) and expected == pytest.approx(750 / 3600 * 2.00)
     assert "would exceed its budget 1.20 USD" in (tmp_path / "site" / "index.html").read_text()
+    # the dispatched target's instance-seconds are its probe flow run's span as Prefect recorded it
+    with get_client(sync_client=True) as c:
+        fr = c.read_flow_run(ran[0])
+    assert ran[1] == "prefect" and (ran[2], ran[3]) == (fr.start_time, fr.end_time)
+    assert ran[4] == pytest.approx((fr.end_time - fr.start_time).total_seconds()) and ran[4] > 0
     flt = EventFilter(event=EventNameFilter(name=["costgap.dispatch.skipped"]),
                       resource=EventResourceFilter(id=[f"costgap.target.{tag}"]))
     import time
