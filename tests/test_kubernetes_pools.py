@@ -185,3 +185,26 @@ def test_bad_kubernetes_target_names_the_field(tmp_path, body, field):
 def test_pools_cli_refuses_a_kubernetes_pool_for_a_process_target(capsys):
     assert pools.main(["kubernetes", "aws-g5-xlarge"]) == 2
     assert "dispatch = 'kubernetes'" in capsys.readouterr().err
+
+
+def test_compare_dispatches_a_kubernetes_target_through_its_pool_deployment(prefect_harness, tmp_path):
+    """The compare flow sends a kubernetes target to run_deployment('probe/<id>') like a pool target (here
+    no deployment exists, so it fails there and the rest of the flow goes on) and records its dispatch."""
+    import duckdb
+
+    from flows.compare import compare
+
+    f = tmp_path / "targets.toml"
+    f.write_text(KUBE.replace('id = "k"', 'id = "k8s-nowhere"') + 'cluster = "eks"\n')
+    state = compare(targets=None, profile="quick", targets_file=str(f), return_state=True,
+                    warehouse=str(tmp_path / "wh.duckdb"), site=str(tmp_path / "site"),
+                    results=str(tmp_path / "results"))
+    outcome = state.result()["outcomes"][0] if state.is_completed() else None
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
+    try:
+        row = con.execute("select dispatch, status, message from dispatches where target = 'k8s-nowhere'").fetchone()
+    finally:
+        con.close()
+    assert row[0] == "kubernetes" and row[1] == "failed", row
+    assert "run_deployment('probe/k8s-nowhere') failed" in row[2]
+    assert outcome is None or outcome["dispatch"] == "kubernetes"
