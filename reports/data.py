@@ -114,6 +114,8 @@ class ReportData:
     reader: dict = field(default_factory=dict)
     # what measuring cost per target and month beside keeping it up, and the budget skips (tasks.cost.measuring)
     measuring: Section = field(default_factory=Section)
+    # per (target, preset) the newest fine-tune's configuration: how it was found and every candidate (issue 35)
+    configs: Section = field(default_factory=Section)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
@@ -290,6 +292,7 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         quarantine=_sql(con, "report_quarantine", {"limit": cfg.list_limit}),
         env_history=_sql(con, "report_env_history"),
         runs=_sql(con, "report_runs_latest", {"limit": cfg.runs_per_target}),
+        configs=_sql(con, "report_finetune_configs"),
         provenance=_sql(con, "report_provenance"),
         baseline=baseline,
         as_of=span.end if span else None,

@@ -1,5 +1,6 @@
-"""One page per target: its cost and price history, throughput per preset, what changed in its
-environment, the change points found and its newest runs.
+"""One page per target: its cost and price history, throughput per preset, the configuration each
+preset was measured at (and every candidate tried), what changed in its environment, the change
+points found and its newest runs.
 
     python -c "import duckdb; from reports.data import load; from reports.pages_target import target_pages; print([p.filename for p in target_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
 """
@@ -31,6 +32,36 @@ def environment_changes(envs: Rows) -> Rows:
         out.append({"first_used_at": e["first_used_at"], "last_used_at": e["last_used_at"], "runs": e["runs"],
                     "change": what, "environment_id": e["environment_id"]})
         prev = e
+    return out
+
+
+FOUND = {"searched": "searched", "pinned": "pinned by the run", "fixed": "fixed by the profile"}
+
+
+def _label(mb, ckpt) -> str:
+    return f"micro-batch {mb}, checkpointing {'on' if ckpt else 'off'}"
+
+
+def config_rows(rows: Rows) -> Rows:
+    """One row per candidate of each preset's newest fine-tune; one "configuration not searched" row for
+    a bundle from before the search (its configuration as run)."""
+    import json
+
+    out = []
+    for r in rows:
+        tried = json.loads(r["configs_tried"] or "[]")
+        if r.get("config_search") is None or not tried:
+            out.append({"preset": r["preset"], "found": "configuration not searched",
+                        "configuration": _label(r["micro_batch"], r["activation_checkpointing"]),
+                        "trial_tokens_per_s": None, "peak_gib": r.get("peak_mem_allocated_gib"),
+                        "outcome": "run", "reason": "measured before the configuration search (issue 35)"})
+            continue
+        for c in tried:
+            out.append({"preset": r["preset"], "found": FOUND.get(r["config_search"], r["config_search"]),
+                        "configuration": _label(c["micro_batch"], c["activation_checkpointing"]),
+                        "trial_tokens_per_s": c.get("tokens_per_s"), "peak_gib": c.get("peak_mem_allocated_gib"),
+                        "outcome": badge("chosen", "ok") if c["outcome"] == "chosen" else c["outcome"],
+                        "reason": c.get("reason") or ""})
     return out
 
 
@@ -82,6 +113,16 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
         f"t{i}-environments", [("first_used_at", "First used"), ("last_used_at", "Last used"), ("runs", "Runs"),
                                ("change", "Environment (first: in full; then only what changed)")],
         envs, numeric=("runs",)), "environments"))
+    p.h2("Configuration per preset: each card at its best")
+    cfg_rows = config_rows(by(data.configs.rows))
+    p.card(_section(Section(rows=cfg_rows), lambda: (
+        "<p>Each fine-tune is measured at the fastest configuration that fits this card, found by measurement: "
+        "the probe trials every configuration its memory model says fits (activation checkpointing off at the "
+        "largest micro-batch, on at the largest it allows) and measures the fastest. Newest run per preset.</p>"
+        + p.table(f"t{i}-configs", [("preset", "Preset"), ("found", "How found"), ("configuration", "Configuration"),
+                                   ("trial_tokens_per_s", "Trial tokens/s"), ("peak_gib", "Peak GiB"),
+                                   ("outcome", "Outcome"), ("reason", "Why")],
+                  cfg_rows, numeric=("trial_tokens_per_s", "peak_gib"))), "measured fine-tunes"))
     ch = by(data.changes.rows)
     p.h2("Throughput shifts found")
     p.card(_section(Section(rows=ch), lambda: changes_table(p, f"t{i}-shifts", ch),

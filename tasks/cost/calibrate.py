@@ -141,11 +141,13 @@ def workloads(con: duckdb.DuckDBPyConnection) -> list[Workload]:
     return out
 
 
-def efficiencies(con: duckdb.DuckDBPyConnection, leave_out: str | None = None) -> dict[str, float]:
-    """Achieved over peak on the measured targets (median over them, but target `leave_out`): gemm bf16/fp16, copy."""
+def efficiencies(con: duckdb.DuckDBPyConnection, leave_out: str | frozenset | set | None = None) -> dict[str, float]:
+    """Achieved over peak on the measured targets (median over them, but the target or targets `leave_out`):
+    gemm bf16/fp16, copy."""
+    skip = {leave_out} if isinstance(leave_out, str) else set(leave_out or ())
     got: dict[str, list[float]] = {}
     for r in sql.rows(con, "estimate_efficiency"):
-        if r["target"] == leave_out:
+        if r["target"] in skip:
             continue
         got.setdefault({"bf16_tflops": "bf16", "fp16_tflops": "fp16", "copy_gbps": "copy"}[r["metric"]], []).append(
             r["efficiency"])

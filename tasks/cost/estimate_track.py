@@ -149,6 +149,37 @@ def leave_one_target_out(ws: list[cal_.Workload], eff_without) -> dict:
     return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None, "note": "; ".join(skipped)}
 
 
+def leave_one_gpu_out(ws: list[cal_.Workload], eff_without) -> dict:
+    """Each measured GPU type predicted from the other GPU types' runs alone (issue 35: the H100 from the H200,
+    the H200 from the H100): `eff_without(targets)` gives the efficiencies without those targets' runs. Per
+    (GPU, preset): predicted, measured, error, and whether every run lies inside the 90% interval."""
+    gpus = sorted({w.gpu_name for w in ws})
+    if len(gpus) < 2:
+        return {"rows": [], "median_abs_error": None, "all_inside": None,
+                "note": f"{len(gpus)} measured GPU type(s): predicting one from the rest needs a second"}
+    rows, skipped = [], []
+    for g in gpus:
+        mine = [w for w in ws if w.gpu_name == g]
+        cal = cal_.calibrate([w for w in ws if w.gpu_name != g], eff_without(frozenset(w.target for w in mine)))
+        if cal is None:
+            skipped.append(f"{g}: the other GPU types have no GEMM and memory-copy figures to calibrate on")
+            continue
+        for w in mine:
+            p = est.predict(cal.reference.get(w.preset, w), cal_.match_gpu(w.gpu_name), 1, cal, w.gpu_name)
+            if p.tokens_per_s is None:
+                skipped.append(f"{g} {w.preset}: {p.reason}")
+                continue
+            inside = sum(p.lo <= s <= p.hi for s in w.samples)
+            rows.append({"gpu": g, "target": w.target, "preset": w.preset, "from": sorted({x.gpu_name for x in ws} - {g}),
+                         "predicted_tokens_per_s": p.tokens_per_s, "lo": p.lo, "hi": p.hi,
+                         "measured_tokens_per_s": w.tokens_per_s, "error": p.tokens_per_s / w.tokens_per_s - 1.0,
+                         "inside": inside, "runs": len(w.samples), "configuration": (p.micro_batch, p.checkpointing),
+                         "measured_configuration": (w.micro_batch, w.checkpointing)})
+    errs = [abs(r["error"]) for r in rows]
+    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None,
+            "all_inside": all(r["inside"] == r["runs"] for r in rows) if rows else None, "note": "; ".join(skipped)}
+
+
 def leave_one_out(cal: cal_.Calibration) -> dict:
     """The calibration's leave-one-out rows with the median absolute error and the share of runs inside."""
     rows = cal.loo

@@ -37,6 +37,7 @@ FT_COLUMNS = (
     "steps_timed", "tokens_per_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
     "steady", "compile_s", "mfu", "peak_mem_allocated_gib", "peak_mem_reserved_gib", "energy_j",
     "j_per_token", "kwh_per_mtok", "loss_first", "loss_last", "scaling_efficiency", "message",
+    "config_search", "search_s",
 )
 TELEMETRY_COLUMNS = ("t", "gpu", "util", "mem_util", "power_w", "sm_clock_mhz", "temp_c")
 
@@ -147,6 +148,7 @@ class FrameBatch:
             self._row("finetunes", run_id=rid, seq=i, **{c: getattr(f, c) for c in FT_COLUMNS},
                       step_time_s=json.dumps(f.step_time_s),
                       window_tokens_per_s=json.dumps(f.window_tokens_per_s),
+                      configs_tried=json.dumps([c.model_dump(mode="json") for c in f.configs_tried]),
                       mem_fraction=(mem / env.gpu_memory_gib)
                       if mem is not None and env.gpu_memory_gib and f.device != "cpu" else None)
         tel = b.telemetry

@@ -4,7 +4,9 @@
 
 Lands warehouse/samples/ (real bundles only, no synthetic history) into a fresh warehouse, calibrates the
 estimator, and prints: each measured H200 preset predicted from the others (predicted, measured, error, runs
-inside the 90% interval), each measured target predicted from the other targets' runs, the held-out
+inside the 90% interval), each measured target predicted from the other targets' runs, each measured GPU
+type predicted from the other types alone (leave-one-GPU-out: the H100 from the H200, the H200 from the
+H100; issue 35 targets median |error| <= 10% and every run inside its interval), the held-out
 published figures, and the seed's question (A10 gn7i against V100 GN10Xp for 1b and 8b-lora) as estimates.
 Target: at least 80% of measured runs inside their leave-one-out 90% interval.
 """
@@ -35,13 +37,14 @@ def calibration(samples: Path | None = None, by_gpu: bool = False):
             cal = cal_.calibrate(ws, cal_.efficiencies(con))
             if not by_gpu:
                 return cal
-            return cal, track.leave_one_target_out(ws, lambda t: cal_.efficiencies(con, leave_out=t))
+            eff = lambda t: cal_.efficiencies(con, leave_out=t)  # noqa: E731
+            return cal, track.leave_one_target_out(ws, eff), track.leave_one_gpu_out(ws, eff)
         finally:
             con.close()
 
 
 def main() -> int:
-    cal, by_gpu = calibration(by_gpu=True)
+    cal, by_gpu, gpu_out = calibration(by_gpu=True)
     print(f"efficiencies (measured, achieved / datasheet): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cal.eff.items())))
     print(f"kappa per preset: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(cal.kappa.items())))
     loo = track.leave_one_out(cal)
@@ -58,6 +61,16 @@ def main() -> int:
     if by_gpu["rows"]:
         inside, runs = sum(r["inside"] for r in by_gpu["rows"]), sum(r["runs"] for r in by_gpu["rows"])
         print(f"  median |error| {by_gpu['median_abs_error']:.1%}; runs inside {inside}/{runs}")
+    print(f"\nleave-one-GPU-out (each GPU type predicted from the other types' runs alone; issue 35 targets: median "
+          f"|error| <= 10%, every run inside its 90% interval): {gpu_out['note']}")
+    for r in gpu_out["rows"]:
+        print(f"  {r['gpu'][:22]:<22} {r['preset']:<11} from {','.join(x[:14] for x in r['from']):<16} predicted "
+              f"{r['predicted_tokens_per_s']:>9.0f} ({r['lo']:.0f}..{r['hi']:.0f})  measured {r['measured_tokens_per_s']:>9.0f}"
+              f"  error {r['error']:+.1%}  runs inside {r['inside']}/{r['runs']}  config predicted mb {r['configuration'][0]}"
+              f"{' ckpt' if r['configuration'][1] else ''}, measured mb {r['measured_configuration'][0]}"
+              f"{' ckpt' if r['measured_configuration'][1] else ''}")
+    if gpu_out["rows"]:
+        print(f"  median |error| {gpu_out['median_abs_error']:.1%}; every run inside: {gpu_out['all_inside']}")
     held = track.held_out(cal)
     print("\nheld-out published figures (never calibrated on):")
     for r in held["rows"]:

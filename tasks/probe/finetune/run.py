@@ -106,7 +106,8 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
             device=device, seq_len=p.seq_len, compile_=compile_, trial_s=opts.trial_s,
             rounds=opts.trial_rounds, deadline=deadline, log=lambda m: _log(f"{p.name}: {m}"),
             capacity_bytes=memory_budget(device, opts)[1] if cuda and opts.search and not pinned_ else None,
-            max_micro_batch=p.micro_batch_max)
+            max_micro_batch=p.micro_batch_max,
+            pinned=opts.micro_batch is not None and opts.activation_checkpointing is not None)
         for mb in [m for m in loaders if m != found.winner.cand.micro_batch]:
             del loaders[mb]  # the losers' DataLoader workers go now
         mb = found.winner.cand.micro_batch

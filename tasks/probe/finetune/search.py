@@ -84,7 +84,7 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
            set_checkpointing: Callable[[bool], None], recover: Callable[[], None],
            estimate: Callable[[bool, int], float], device: torch.device, seq_len: int, compile_: bool,
            trial_s: float, rounds: int, deadline: float, log: Callable[[str], None],
-           capacity_bytes: float | None = None, max_micro_batch: int | None = None) -> Found:
+           capacity_bytes: float | None = None, max_micro_batch: int | None = None, pinned: bool = False) -> Found:
     """Run the candidates' trials and leave the model set to the fastest. Raises NothingFits when
     every candidate, halved down to micro-batch 1, ran out of memory.
 
@@ -92,7 +92,7 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
     its measured peak predicts the peak at twice the micro-batch (the state it left allocated plus
     twice its step's own memory), and where that fits GROW_HEADROOM of the card, the larger
     micro-batch is tried too. The memory model is rough (it over-counts compiled and LoRA activations);
-    what a step measured is not."""
+    what a step measured is not. A `pinned` configuration is never halved or grown."""
     cuda = device.type == "cuda"
     timer = _Timer(str(device))
     trials = [Trial(c, compile_, seq_len=seq_len) for c in cands]
@@ -146,7 +146,7 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
         log(f"trial {t.cand.label()}: dropped, out of memory")
         if not t.cand.checkpointing and t.cand.micro_batch in standby:
             queue.append(standby.pop(t.cand.micro_batch))  # no longer dominated: the plain one failed
-        if not queue and not alive:  # every candidate so far ran out of memory: halve them
+        if not queue and not alive and not pinned:  # every candidate ran out of memory: halve them
             tried = {(x.cand.checkpointing, x.cand.micro_batch) for x in trials}
             halves = sorted({(x.cand.checkpointing, x.cand.micro_batch // 2) for x in trials
                              if x.outcome == "dropped" and x.cand.micro_batch > 1} - tried)
@@ -195,7 +195,8 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
             f"{t.cand.label()} ({t.tokens_per_s:,.0f} tokens/s)" for t in alive)
     else:
         winner = alive[0]
-        winner.outcome, winner.reason = "chosen", "the only candidate that fits"
+        winner.outcome = "chosen"
+        winner.reason = "pinned by the run" if pinned else "the only candidate that fits"
     _check_finite(losses)
     set_checkpointing(winner.cand.checkpointing)
     peak_reset()
