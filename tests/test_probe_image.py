@@ -88,11 +88,27 @@ def _distributions_needed(requirement_strings: list[str]) -> set[str]:
     return {name for name, _ in seen}
 
 
+PROBE_IMPORTS = "flows.probe, tasks.probe.__main__, tasks.probe.runner, tasks.dispatch.child"
+
+
+def _imported(what: str) -> str:
+    code = f"import sys, json, {PROBE_IMPORTS}; print(json.dumps({what}))"
+    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
+def test_every_costgap_module_the_probe_imports_is_copied_into_the_image():
+    repo = Path.cwd().resolve()
+    files = _imported("sorted(getattr(m, '__file__', None) or '' for m in list(sys.modules.values()))")
+    ours = {Path(f).resolve().relative_to(repo).as_posix() for f in files
+            if Path(f).is_absolute() and Path(f).is_relative_to(repo) and ".venv" not in Path(f).parts}
+    copied = [src.rstrip("/") for word, rest in instructions() if word == "COPY" for src in rest.split()[:-1]]
+    missing = sorted(f for f in ours if not any(f == c or f.startswith(c + "/") for c in copied))
+    assert ours and missing == [], f"{DOCKERFILE}: the probe imports these, the image does not copy them"
+
+
 def test_everything_the_probe_and_its_flow_import_is_installed_by_the_image():
-    code = ("import sys, json, flows.probe, tasks.probe.__main__, tasks.probe.runner, tasks.dispatch.child;"
-            "print(json.dumps(sorted({m.split('.')[0] for m in list(sys.modules)})))")
-    top = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                    check=True).stdout)
+    top = _imported("sorted({m.split('.')[0] for m in list(sys.modules)})")
     assert not {"warehouse", "reports", "duckdb", "great_expectations", "altair", "polars"} & set(top)
     owners = md.packages_distributions()
     imported = {name_of(d) for m in top for d in owners.get(m, []) if name_of(d) != "costgap"}
