@@ -34,7 +34,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from flows.settings import DEFAULT_TARGETS
+from runtime.settings import DEFAULT_TARGETS
 from tasks.dispatch.targets import Target, load_targets
 
 RESULTS = "s3://your-bucket/costgap/results"  # the shared results store the compare flow reads

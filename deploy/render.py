@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from deploy.pools import IMAGE_WORKDIR
-from flows.settings import DEFAULT_TARGETS, targets_path
+from runtime.settings import DEFAULT_TARGETS, targets_path
 from tasks.dispatch.targets import load_targets
 
 CONTROL_POOL = "costgap-control"  # process pool where compare/report/prices run (next to the warehouse)

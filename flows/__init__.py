@@ -1,1 +1,1 @@
-"""costgap flows: Prefect flows that sequence tasks, and the CLI that starts them."""
+"""costgap flows: Prefect flows that sequence tasks (compare, probe, prices, report, rebuild, alerts, landing, budget)."""

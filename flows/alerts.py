@@ -29,8 +29,8 @@ from typing import Callable
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows import settings
-from flows.write_slot import writer
+from runtime import settings
+from runtime.write_slot import writer
 from tasks.alerts import AlertConfig, pending, record
 from tasks.alerts.automations import DEFAULT_FILE, NOTIFY, block_name, blocks_needed, expected_event, fill, load_spec
 from tasks.errors import UserError
@@ -59,7 +59,7 @@ def unheard() -> str | None:
     import httpx
     from prefect.settings import PREFECT_API_URL
 
-    from flows.api import HEALTH_TIMEOUT_S, one_shot_url
+    from runtime.api import HEALTH_TIMEOUT_S, one_shot_url
 
     url = PREFECT_API_URL.value()
     if not url:
@@ -161,7 +161,7 @@ def after_landing(warehouse: str, site: str | None, source: str,
 def _require_server() -> str:
     from prefect.settings import PREFECT_API_URL
 
-    from flows.api import ensure_api
+    from runtime.api import ensure_api
 
     url = PREFECT_API_URL.value()
     if not url:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.write_slot import writer
+from runtime.write_slot import writer
 from tasks.dispatch import fanout
 from tasks.dispatch.fanout import Outcome
 from tasks.dispatch.targets import Target

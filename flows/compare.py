@@ -10,7 +10,7 @@ Per target (deploy/targets.toml), concurrently on a thread pool:
 - `import`: the bundles in the target's inbox.
 Bundles are read from the results store and each target lands as soon as its run ends, so a slow
 target never holds up the others. Landing (validated by tasks.landing.land) holds the warehouse's write
-slot, a Prefect global concurrency limit of 1 (flows/write_slot.py): concurrent compare runs and
+slot, a Prefect global concurrency limit of 1 (runtime/write_slot.py): concurrent compare runs and
 targets queue for the warehouse instead of failing on DuckDB's lock. Each probe flow run's history
 is read back from Prefect and landed as attempts. The flow ends Completed when every target
 landed, Completed named "Partial" (message lists what is missing, and how many files were refused
@@ -32,12 +32,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import settings
+from runtime import settings
 from flows.alerts import after_landing
 from flows.budget import budget_gate
 from flows.probe import probe
 from flows.report import report_and_artifacts
-from flows.write_slot import ensure_write_limit, slot_name, writer
+from runtime.write_slot import ensure_write_limit, slot_name, writer
 from tasks.cost.measuring import record_runs as record_measuring
 from tasks.dispatch import fanout, prefect_runs
 from tasks.dispatch.fanout import Outcome

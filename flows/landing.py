@@ -3,7 +3,7 @@
     costgap ingest results/ --warehouse costgap.duckdb
 
 Each batch is parsed and validated first (tasks.landing.land.prepare: no lock held), then committed
-in one transaction while holding the `warehouse-write` slot and the file (flows.write_slot.writer);
+in one transaction while holding the `warehouse-write` slot and the file (runtime.write_slot.writer);
 both are released between batches, so another writer waits at most one batch.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from flows.write_slot import writer
+from runtime.write_slot import writer
 from tasks.landing.land import BATCH_SIZE, LandSummary, batches, commit, expand, prepare
 from warehouse.db import DEFAULT_TIMEOUT_S
 

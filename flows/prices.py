@@ -26,9 +26,9 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows import settings
+from runtime import settings
 from flows.alerts import after_landing
-from flows.write_slot import writer
+from runtime.write_slot import writer
 from tasks.pricing import cloud, config, sources
 from tasks.pricing.archive import archive_fx, archive_prices
 from tasks.pricing.book import ImportSummary, import_fetched

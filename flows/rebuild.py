@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from flows.write_slot import write_slot
+from runtime.write_slot import write_slot
 from tasks.landing.land import BATCH_SIZE, land_paths
 from tasks.landing.rebuild import RebuildResult, carry_over, insert_carried
 from tasks.pricing import replay_imports

@@ -22,7 +22,7 @@ from prefect import flow, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows import settings
+from runtime import settings
 from tasks.cost.candidates import catalog_entries
 from tasks.cost.rules import today as rules_today
 from reports.data import ReportConfig, ReportData, load

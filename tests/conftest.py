@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# The `costgap` entry point (flows/launch.py) as a test runs it: handed to the session's warm process when
+# The `costgap` entry point (cli/launch.py) as a test runs it: handed to the session's warm process when
 # it answers (a fork, ~0.1 s CPU), else a fresh process. Tests about a fresh process (cold starts, the
-# one-shot mode) run `python -m flows.cli` instead.
-COSTGAP = [sys.executable, "-m", "flows.launch"]
+# one-shot mode) run `python -m cli.main` instead.
+COSTGAP = [sys.executable, "-m", "cli.launch"]
 
 # Set before the session's warm process imports (it serves only commands with the same logging settings).
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -60,8 +60,8 @@ def pytest_sessionstart(session):
 def _start_shared() -> None:
     import tempfile
 
-    from flows import warm
-    from flows.api import ephemeral_server_argv, ephemeral_server_env
+    from runtime import warm
+    from runtime.api import ephemeral_server_argv, ephemeral_server_env
     from tests.pool_harness import free_port
 
     root = Path(tempfile.mkdtemp(prefix="costgap-test-server-"))
@@ -69,7 +69,7 @@ def _start_shared() -> None:
     home.mkdir()
     port = free_port()
     # Prefect's own test server, run as prefect_test_harness runs it (SubprocessASGIServer's command line:
-    # flows/api.py, the same as costgap's one-shot mode), on a temporary SQLite database, for all workers.
+    # runtime/api.py, the same as costgap's one-shot mode), on a temporary SQLite database, for all workers.
     env = ephemeral_server_env({**os.environ, "PREFECT_HOME": str(home),
                                 "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect-test.db'}"})
     with open(root / "server.log", "ab") as log:
@@ -106,13 +106,13 @@ def pytest_unconfigure(config):
 def prefect_harness():
     """The run's shared Prefect test server (above), once it answers (started here without xdist).
 
-    Every warehouse write takes the `warehouse-write` slot of its warehouse file (flows/write_slot.py), so
+    Every warehouse write takes the `warehouse-write` slot of its warehouse file (runtime/write_slot.py), so
     every test needs an API. PREFECT_API_URL is exported too, so `costgap` subprocesses use the same server
     (a test of a cold start removes it from the child's environment)."""
     from urllib.parse import urlsplit
 
-    from flows.api import use
-    from flows.procs import alive
+    from runtime.api import use
+    from runtime.procs import alive
     from tests.pool_harness import wait_healthy
 
     if SHARED_API not in os.environ:
@@ -130,7 +130,7 @@ def prefect_harness():
 
 @pytest.fixture(scope="session")
 def warm_commands(prefect_harness):
-    """The run's one warm process (flows/warm.py), started beside the controlling pytest process above.
+    """The run's one warm process (runtime/warm.py), started beside the controlling pytest process above.
 
     The session's PREFECT_HOME is the shared server's temp folder (nothing of the user's ~/.prefect is
     touched), and every `costgap` child that talks to the shared test server (COSTGAP above) is forked from

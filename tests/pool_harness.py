@@ -20,9 +20,9 @@ from typing import Callable
 
 import psutil
 
-from flows import warm
-from flows.api import free_port  # noqa: F401  (tests take the port helper from here)
-from flows.server import healthy
+from runtime import warm
+from runtime.api import free_port  # noqa: F401  (tests take the port helper from here)
+from runtime.server import healthy
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -31,7 +31,7 @@ SERVER_START_S = 120  # a cold `prefect server start` (migrations, services) on 
 
 def wait_healthy(port: int, gone: Callable[[], bool], what: str, tail: Callable[[], str],
                  timeout_s: float = SERVER_START_S, poll_s: float = 0.5) -> None:
-    """Block until the Prefect server on loopback `port` answers /api/health (flows/server.py's check);
+    """Block until the Prefect server on loopback `port` answers /api/health (runtime/server.py's check);
     RuntimeError with the end of its log if it exits (`gone`) or does not answer within `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -64,7 +64,7 @@ def kill_recorded(prefect_home: Path) -> None:
     `costgap server stop` ends, without a command's imports); a missing record is skipped."""
     import json
 
-    from flows import server
+    from runtime import server
 
     for name in (server.RECORD, warm.RECORD):
         record = Path(prefect_home) / name
@@ -100,7 +100,7 @@ class Harness:
             server = self.start("server", ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)])
             self._wait_healthy()
             if self.env.get(warm.ENV) != "0":
-                Path(self.env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)  # `costgap` commands fork from it (flows/warm.py), once it is ready
+                Path(self.env["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)  # `costgap` commands fork from it (runtime/warm.py), once it is ready
                 self.start("warm", ["python", "-m", warm.SERVE_MODULE, self.env["PREFECT_HOME"], "--beside", str(server.pid)])
         except BaseException:
             self.stop_all()

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.alerts import AlertConfig, pending, recent_changes
 from tasks.alerts.config import (CHEAPEST_CHANGED, DATA_QUARANTINED, FAILURE_RATE_SHIFTED, GAP_SHIFTED,
                                  PRICE_CHANGED, THROUGHPUT_SHIFTED)

@@ -85,7 +85,7 @@ def _settle(tag: str, wh: Path) -> list:
 
 
 def test_ingest_and_price_import_tell_once(tmp_path):
-    from flows.write_slot import writer
+    from runtime.write_slot import writer
     from tasks.dispatch.targets import load_targets, sync_targets
 
     tag = f"t{uuid.uuid4().hex[:8]}"
@@ -139,7 +139,7 @@ def test_a_one_shot_server_lands_and_leaves_the_telling_to_the_next_command(tmp_
     import os
     import sys
 
-    from flows.write_slot import writer
+    from runtime.write_slot import writer
     from tasks.dispatch.targets import load_targets, sync_targets
 
     tag = f"t{uuid.uuid4().hex[:8]}"
@@ -160,7 +160,7 @@ def test_a_one_shot_server_lands_and_leaves_the_telling_to_the_next_command(tmp_
 
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(COSTGAP_API="ephemeral", PREFECT_HOME=str(tmp_path / "prefect-home"))
-    one_shot = subprocess.run([sys.executable, "-m", "flows.cli", "ingest", str(tmp_path / "in"), "--warehouse", str(wh)],
+    one_shot = subprocess.run([sys.executable, "-m", "cli.main", "ingest", str(tmp_path / "in"), "--warehouse", str(wh)],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert one_shot.returncode == 0, one_shot.stderr
     assert "landed 12," in one_shot.stdout, one_shot.stdout

@@ -1,4 +1,4 @@
-"""The one-shot mode's server start (flows/api.py, COSTGAP_API=ephemeral) when the server process fails:
+"""The one-shot mode's server start (runtime/api.py, COSTGAP_API=ephemeral) when the server process fails:
 it exits while starting, or never answers. Each is one line to act on (ApiUnavailable: exit 1) and leaves
 no server process behind. The start that succeeds is tested by tests/test_cold_start.py (five of its ten
 cold starts) and tests/test_secrets.py (a whole `costgap run` on it)."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from flows import api
+from runtime import api
 
 
 @pytest.fixture

@@ -64,7 +64,7 @@ def warehouse(site: Path) -> str:
 def _cli(*args: str):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
 
     res = CliRunner().invoke(app, list(args))
     assert res.exit_code == 0, res.output

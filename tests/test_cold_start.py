@@ -47,9 +47,9 @@ READY = re.compile(r"(?:Prefect API|Prefect's local server) ready in ([0-9.]+) s
 def _command(i: int, home, mode: str) -> list[str]:
     where = ["--warehouse", str(home / "wh.duckdb")]
     if i == 0:
-        return [sys.executable, "-m", "flows.cli", "run", "--skip", SKIP, *where, "--site", str(home / "site"),
+        return [sys.executable, "-m", "cli.main", "run", "--skip", SKIP, *where, "--site", str(home / "site"),
                 "--results", str(home / "results"), "--targets-file", str(REPO / "deploy" / "targets.toml")]
-    return [sys.executable, "-m", "flows.cli", "ingest", str(write_bundle(home / "in", bundle_doc(seq=i))), *where]
+    return [sys.executable, "-m", "cli.main", "ingest", str(write_bundle(home / "in", bundle_doc(seq=i))), *where]
 
 
 def _start(i: int, root):
@@ -58,7 +58,7 @@ def _start(i: int, root):
     home = root / f"run-{i}"
     home.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    # COSTGAP_WARM=0: a local start spawns the warm process (flows/warm.py) only after the API answers, so
+    # COSTGAP_WARM=0: a local start spawns the warm process (runtime/warm.py) only after the API answers, so
     # it bears on nothing measured here, and it would cost ~5 CPU-s of imports per start, killed unused
     # (tests/test_local_server.py tests it). The start itself is the same.
     env.update(PREFECT_HOME=str(home / "prefect-home"), PREFECT_LOGGING_LEVEL="WARNING", COSTGAP_API=mode,

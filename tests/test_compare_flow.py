@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tests.factories import bundle_doc, write_bundle
 
 FAST_SKIP = ["finetune", "storage", "gemm_sustained"]  # the real probe, minus its slow parts
@@ -119,7 +119,7 @@ def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, 
     from prefect.client.schemas.actions import DeploymentCreate, WorkPoolCreate
 
     from flows.compare import compare
-    from flows.write_slot import slot_name
+    from runtime.write_slot import slot_name
 
     with get_client(sync_client=True) as c:
         c.create_work_pool(WorkPoolCreate(name="pool-nobody", type="process"), overwrite=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 
 REL = 1e-9
 FIGURES = ("cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "price_now_per_hour", "cost_now_per_mtok", "p",

@@ -74,7 +74,7 @@ def test_cli_over_corpus_names_every_file(landed_corpus, tmp_path):
     r = subprocess.run([*COSTGAP, "ingest", str(CORPUS / "cases"),
                         "--warehouse", str(tmp_path / "cli.duckdb")],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2  # user input refused (flows/commands/__init__.py)
+    assert r.returncode == 2  # user input refused (cli/commands/__init__.py)
     assert "Traceback" not in r.stdout + r.stderr
     first = r.stdout.splitlines()[0]
     n_q = sum(c["outcome"] == "quarantined" for c in MANIFEST)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.cost.derived import TierConfig, derived, memory_need_gib, repeatability, tier_recommendations
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
@@ -108,7 +108,7 @@ def test_cli_targets_and_errors(tmp_path):
     tiers = CliRunner().invoke(app, ["tiers", "--window", "3650d", "--warehouse", str(path)])
     assert tiers.exit_code == 0, tiers.output
     assert "* <=7B   h100x8" in tiers.output and "does not fit" in tiers.output and "tokens/GPU-day" in tiers.output
-    costgap = [sys.executable, "-c", "from flows.cli import main; main()"]
+    costgap = [sys.executable, "-c", "from cli.main import main; main()"]
     bad = subprocess.run(costgap + ["gap", "a10", "nope", "--warehouse", str(path)], capture_output=True, text=True,
                          cwd=REPO)
     assert bad.returncode == 2 and "target 'nope': unknown" in bad.stderr and "Traceback" not in bad.stderr

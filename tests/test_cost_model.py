@@ -13,7 +13,7 @@ from datetime import date, timedelta
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.errors import UserError
 from tasks.cost import table as cost
 from tasks.pricing.fx import FxError

@@ -3,7 +3,7 @@ its last committed state; re-running lands the rest, with no duplicate rows.
 
 The kill points are chosen by the COSTGAP_CRASH_AT hook in tasks/landing/land.py (CRASH_POINTS). The
 ingests go through the `costgap` entry point, so each is a child forked from the session's warm process
-(flows/warm.py) that dies of the SIGKILL mid-transaction, exactly as a fresh process would, and its client
+(runtime/warm.py) that dies of the SIGKILL mid-transaction, exactly as a fresh process would, and its client
 dies of the same signal; so is the killed `costgap run`."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_compare_flow_killed_while_landing_reruns_without_duplicates(tmp_path):
 
     Both runs go through the `costgap` entry point on the session's Prefect server, as a person's two
     commands on one machine do (the first forked from the session's warm process dies of the SIGKILL, and
-    so does its client). The killed run still holds its warehouse's write slot (flows/write_slot.py): the
+    so does its client). The killed run still holds its warehouse's write slot (runtime/write_slot.py): the
     re-run finds the holder recorded beside the warehouse dead and frees the slot at once, instead of
     waiting for the lease to expire."""
     inbox = tmp_path / "inbox"

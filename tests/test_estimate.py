@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.cost import calibrate as cal_
 from tasks.cost import estimate as est
 from tasks.cost import estimate_track as track

@@ -1,4 +1,4 @@
-"""One exit-code contract for every command (flows/commands/__init__.py), driven as a user drives it.
+"""One exit-code contract for every command (cli/commands/__init__.py), driven as a user drives it.
 
     .venv/bin/pytest -q tests/test_exit_codes.py
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.bundle import BundleError, parse_bundle
 from tasks.errors import UserError
 from tasks.pricing import ecb, fx
@@ -295,7 +295,7 @@ def _sha(path: Path) -> str:
 
 def _costgap(*args: str) -> subprocess.Popen:
     env = dict(os.environ, PREFECT_API_URL="http://127.0.0.1:9/api")  # a refusal must not need the API
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", *args], cwd=REPO, env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=REPO, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

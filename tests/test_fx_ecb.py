@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.pricing import ecb, fx
 from tasks.pricing.alibaba import AlibabaEcsPrices, ReplayEcs
 from tasks.pricing.book import import_fetched
@@ -164,7 +164,7 @@ def test_a_missing_fx_rate_for_the_runs_day_is_a_clear_error(tmp_path):
     con.close()
     got = _cli("gap", "A", "B", "--currency", "USD", "--as-of", (early + timedelta(days=1)).isoformat(),
                "--warehouse", str(path))
-    # a UserError: `costgap` (flows.cli.main) prints it as one line and exits 2
+    # a UserError: `costgap` (cli.main.main) prints it as one line and exits 2
     assert isinstance(got.exception, fx.FxError)
     assert "no FX rate for CNY on or before 2005-03-14 (3 runs need it)" in str(got.exception)
     con = warehouse(path)

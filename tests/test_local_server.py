@@ -1,4 +1,4 @@
-"""The machine's local Prefect server (flows/server.py), driven through the CLI as a user drives it.
+"""The machine's local Prefect server (runtime/server.py), driven through the CLI as a user drives it.
 
     .venv/bin/pytest -q tests/test_local_server.py
 
@@ -8,7 +8,7 @@ first command starts the server and the rest reuse it, as on a new machine:
 2. the server SIGKILLed between two commands: the next command says so in one line, starts a new one
    and lands; nothing landed before is lost; a stale record (dead pid) is replaced the same way;
 3. `costgap server status|stop` report and stop it;
-4. the warm process beside it (flows/warm.py): commands through the `costgap` entry point fork from it and
+4. the warm process beside it (runtime/warm.py): commands through the `costgap` entry point fork from it and
    answer exactly as a fresh process does; killed, the next command runs fresh and starts a new one.
 """
 
@@ -31,7 +31,7 @@ from tests.factories import bundle_doc, write_bundle
 from tests.pool_harness import free_port, kill_recorded, kill_tree
 
 pytestmark = pytest.mark.slow
-COSTGAP = [sys.executable, "-m", "flows.cli"]
+COSTGAP = [sys.executable, "-m", "cli.main"]
 STARTED = "starting Prefect's local server"
 
 
@@ -70,13 +70,13 @@ def _landed(wh: Path) -> int:
 
 
 def _warm_beside_this_test(env: dict) -> int:
-    """A warm process for the test's PREFECT_HOME living as long as this pytest process (flows/warm_serve.py
+    """A warm process for the test's PREFECT_HOME living as long as this pytest process (cli/warm_serve.py
     --beside), before any server exists: the ingests below go through the `costgap` entry point and are
     forked from it instead of each paying ~5 s of CPU for its imports. A forked command runs the same
-    server-start code as a fresh one (flows/server.py: the start lock, the record, the health wait); they
+    server-start code as a fresh one (runtime/server.py: the start lock, the record, the health wait); they
     reach it within milliseconds of each other, a tighter race than fresh processes staggered by their
     imports. The machine fixture kills it (its record) after the test."""
-    from flows import warm
+    from runtime import warm
 
     home = Path(env["PREFECT_HOME"])
     home.mkdir(parents=True, exist_ok=True)
@@ -88,7 +88,7 @@ def _warm_beside_this_test(env: dict) -> int:
 
 
 def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(machine, tmp_path):
-    from flows import warm
+    from runtime import warm
 
     wh = tmp_path / "wh.duckdb"
     bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(12)]
@@ -150,7 +150,7 @@ def test_a_bad_mode_or_port_is_refused_with_exit_2(machine, tmp_path):
 
 
 def _warm_ready(home: Path, timeout_s: float = 300.0) -> int:
-    from flows import warm
+    from runtime import warm
 
     deadline = time.monotonic() + timeout_s
     while not warm.answering(home):
@@ -160,9 +160,9 @@ def _warm_ready(home: Path, timeout_s: float = 300.0) -> int:
 
 
 def test_commands_fork_from_the_warm_process_and_answer_as_a_fresh_one(machine, tmp_path):
-    from flows import warm
+    from runtime import warm
 
-    entry = [str(Path(sys.executable).with_name("costgap"))]  # the entry point a person runs: flows/launch.py
+    entry = [str(Path(sys.executable).with_name("costgap"))]  # the entry point a person runs: cli/launch.py
     home = Path(machine["PREFECT_HOME"])
     wh = tmp_path / "wh.duckdb"
     bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(2)]

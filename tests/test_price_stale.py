@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.cost import rules
 from tasks.cost import table as cost
 from tasks.cost.model import CostOptions

@@ -219,7 +219,7 @@ def test_shipped_example_books_and_rates_import(tmp_path):
 def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
     from tasks.pricing import replay_imports
 
     wh, results = str(tmp_path / "w.duckdb"), str(tmp_path / "results")
@@ -251,7 +251,7 @@ def test_prices_list_flags_stale_prices_with_the_cost_models_rule(tmp_path):
     judged at --on (the same rules.price_age_days + model.is_stale as `costgap gap` and the report)."""
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
     from tasks.cost.model import STALE_AFTER_DAYS
 
     wh = tmp_path / "w.duckdb"
@@ -274,5 +274,5 @@ def test_prices_list_flags_stale_prices_with_the_cost_models_rule(tmp_path):
     current = listing(date(2026, 1, 11) + timedelta(days=limit + 1))[1]
     assert current.endswith(f"2026-01-11..open confirmed {limit + 1} d ago STALE  [test row]")
     bad = runner.invoke(app, ["prices", "list", "--on", "yesterday", "--warehouse", str(wh)])
-    assert isinstance(bad.exception, PriceError)  # a UserError: flows.cli.main exits 2 with it
+    assert isinstance(bad.exception, PriceError)  # a UserError: cli.main.main exits 2 with it
     assert "--on: field 'on' = 'yesterday': expected an ISO date or time" in str(bad.exception)

@@ -91,7 +91,7 @@ def test_bad_responses_and_names_fail_clearly(tmp_path):
 def test_cli_refresh_with_recorded_responses(tmp_path):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
 
     args = ["prices", "refresh", "--source", "azure-gpu", "--replay", str(RECORDED), "--warehouse",
             str(tmp_path / "w.duckdb"), "--results", str(tmp_path / "results")]

@@ -1,6 +1,6 @@
 """`costgap prices refresh --source alibaba|tencent` and `costgap fx refresh|import` keep the exit-code
-contract (flows/commands/__init__.py: 0 done, 1 internal failure, 2 input refused), driven as a user
-drives them: `python -m flows.cli` in a subprocess, recorded answers (tests/fixtures/*/README.md).
+contract (cli/commands/__init__.py: 0 done, 1 internal failure, 2 input refused), driven as a user
+drives them: `python -m cli.main` in a subprocess, recorded answers (tests/fixtures/*/README.md).
 
     .venv/bin/python -m pytest -q tests/test_pricing_cli.py
 """
@@ -84,7 +84,7 @@ def test_fx_download_failure_is_exit_1(tmp_path, monkeypatch):
     """The network failing is not the user's input: one line, exit 1, nothing landed."""
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
     from tasks.pricing import http
 
     def down(self, url):

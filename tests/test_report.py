@@ -180,7 +180,7 @@ def test_unknown_baseline_is_a_user_error(world, tmp_path):
 def test_report_cli(world, tmp_path):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from cli.main import app
 
     res = CliRunner().invoke(app, ["report", "--warehouse", world, "--site", str(tmp_path / "s"), "--no-images"])
     assert res.exit_code == 0, res.output

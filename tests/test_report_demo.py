@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.demo import DemoConfig
 from tests.factories import bundle_doc, write_bundle
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from cli.main import app
 from tasks.cost.model import CostOptions, figure, row_rng
 from tasks.cost.table import window_spread
 from tasks.probe.finetune.steady import steady_spread

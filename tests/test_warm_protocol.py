@@ -1,4 +1,4 @@
-"""The client side of the warm process's protocol (flows/warm.py), against a stand-in listener on the
+"""The client side of the warm process's protocol (runtime/warm.py), against a stand-in listener on the
 same socket: what `costgap` does when the warm process dies before a child says "pid", and when the
 command it ran died of SIGKILL."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from flows import warm
+from runtime import warm
 from tests.conftest import REPO
 
 
@@ -81,7 +81,7 @@ def test_a_command_killed_by_sigkill_kills_its_client_with_sigkill(listener):
         conn.recv(1)  # until the client is gone
 
     t = _serve_once(sock, killed)
-    client = subprocess.run([sys.executable, "-c", "import sys; from flows import warm; "
+    client = subprocess.run([sys.executable, "-c", "import sys; from runtime import warm; "
                              "sys.exit(warm.delegate(['ingest', 'z']) or 0)"],
                             cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=60)
     t.join(5)

@@ -19,7 +19,7 @@ from datetime import timedelta
 
 import pytest
 
-from flows.write_slot import slot_name
+from runtime.write_slot import slot_name
 from tests.conftest import COSTGAP, REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle
 from warehouse.db import connect
@@ -50,7 +50,7 @@ class SlotWatch:
                 time.sleep(every_s)
 
     def __enter__(self) -> "SlotWatch":
-        from flows.write_slot import ensure_write_limit
+        from runtime.write_slot import ensure_write_limit
 
         ensure_write_limit(self.name, progress=None)
         self._thread.start()

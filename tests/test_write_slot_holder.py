@@ -17,7 +17,7 @@ import textwrap
 import threading
 import time
 
-from flows import write_slot as ws
+from runtime import write_slot as ws
 from tests.conftest import REPO
 
 # The child takes the slot through the same steps as write_slot (holder recorded, then the slot asked
@@ -25,7 +25,7 @@ from tests.conftest import REPO
 KILLED_AFTER_TAKING = textwrap.dedent("""
     import os, signal, sys
     from prefect.client.orchestration import get_client
-    from flows import write_slot as ws
+    from runtime import write_slot as ws
 
     wh = sys.argv[1]
     name = ws.slot_name(wh)

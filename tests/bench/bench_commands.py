@@ -5,7 +5,7 @@ machine's local Prefect server already running, then the same with an ephemeral 
 
 On a warehouse built by `costgap demo` (the committed samples), in a fresh PREFECT_HOME on a free port,
 every command a real child process of the `costgap` entry point, wall time from spawn to exit. With the
-local server, commands fork from its warm process (flows/warm.py), which `costgap server start` starts
+local server, commands fork from its warm process (runtime/warm.py), which `costgap server start` starts
 and the bench waits for. Prints each
 mode's median and the ratio. Target (issue 23): an ingest of one bundle with a running server <= 3 s
 median on this 2-core box, and >= 5x faster than with an ephemeral server.
@@ -22,14 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from flows import warm
+from runtime import warm
 from tests.factories import bundle_doc, write_bundle
 from tests.pool_harness import free_port
 
 REPEATS = 10
 TARGET_INGEST_S = 3.0
 TARGET_RATIO = 5.0
-COSTGAP = [str(Path(sys.executable).with_name("costgap"))]  # the entry point a person runs (flows/launch.py)
+COSTGAP = [str(Path(sys.executable).with_name("costgap"))]  # the entry point a person runs (cli/launch.py)
 REPO = Path(__file__).resolve().parents[2]
 
 

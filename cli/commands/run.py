@@ -9,7 +9,7 @@ API for the run; set it to use a server (and its workers, for `pool` targets). P
 cost table and the report's path, and one line per target ("landed", "landed, 1 refused" with each
 refused file and its reason below it, "failed: why"). Exit 0 when every target landed, 1 when some
 target is missing, a file was refused beside what landed, or the report failed (the flow ended Partial
-or Failed; the message says which and why), 2 on a user error (flows/commands/__init__.py).
+or Failed; the message says which and why), 2 on a user error (cli/commands/__init__.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import List, Optional
 
 import typer
 
-from flows import settings
-from flows.commands import EXIT_FAILED, say
+from runtime import settings
+from cli.commands import EXIT_FAILED, say
 
 
 def _split(value: Optional[str]) -> list[str]:
@@ -61,7 +61,7 @@ def run(
     spend = ({**({TOTAL: budget.total} if budget.total is not None else {}), **budget.per_target}
              if budget else None)
 
-    from flows.api import ensure_api
+    from runtime.api import ensure_api
     from flows.compare import compare
 
     ensure_api(say)  # a cold Prefect home can take a minute: started here, with progress

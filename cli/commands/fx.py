@@ -17,8 +17,8 @@ from typing import Optional
 
 import typer
 
-from flows.commands import EXIT_FAILED, say
-from flows.settings import results_url, warehouse_path
+from cli.commands import EXIT_FAILED, say
+from runtime.settings import results_url, warehouse_path
 from tasks.errors import UserError
 
 fx_app = typer.Typer(help="FX rates: the ECB's daily reference rates, or a CSV of dated rates.",

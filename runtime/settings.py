@@ -1,6 +1,6 @@
 """Where things live by default: flags first, then COSTGAP_* environment variables, then ./paths.
 
-    python -c "from flows.settings import warehouse_path; print(warehouse_path(None))"
+    python -c "from runtime.settings import warehouse_path; print(warehouse_path(None))"
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The `costgap` entry point: hands the command to the warm process when one serves this machine
-(flows/warm.py: no import cost), else runs it here (flows/cli.py). Standard library only until then.
+(runtime/warm.py: no import cost), else runs it here (cli/main.py). Standard library only until then.
 
     costgap --help
 """
@@ -10,12 +10,12 @@ import sys
 
 
 def main() -> None:
-    from flows import warm
+    from runtime import warm
 
     code = warm.delegate(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    from flows.cli import main as run_here
+    from cli.main import main as run_here
 
     run_here()
 

@@ -4,7 +4,7 @@
 
 Prints landed / duplicates / quarantined / rejected, one line per problem naming the file, the
 field, the value and the reason. Exit 0 when everything landed or was already there, 2 when
-anything was quarantined or rejected (the rest still landed), as flows/commands/__init__.py says.
+anything was quarantined or rejected (the rest still landed), as cli/commands/__init__.py says.
 Then what changed is told (flows/alerts.py after_landing: one line per Prefect event, on stderr).
 """
 
@@ -14,8 +14,8 @@ from typing import List, Optional
 
 import typer
 
-from flows.commands import EXIT_REFUSED, say
-from flows.settings import warehouse_path
+from cli.commands import EXIT_REFUSED, say
+from runtime.settings import warehouse_path
 
 
 def ingest(

@@ -16,8 +16,8 @@ from typing import Optional
 
 import typer
 
-from flows.commands import say
-from flows.settings import site_url, warehouse_path
+from cli.commands import say
+from runtime.settings import site_url, warehouse_path
 
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 SITE_HELP = "Directory or fsspec URL to publish to (default: $COSTGAP_SITE, then ./site)."

@@ -1,10 +1,10 @@
 """The Prefect API costgap talks to: PREFECT_API_URL where it is set, else this machine's local server.
 
-    python -c "from flows.api import ensure_api; print(ensure_api())"
+    python -c "from runtime.api import ensure_api; print(ensure_api())"
 
 Three ways, in this order:
 1. PREFECT_API_URL set: that server must answer its health check (a team's server, a test harness).
-2. COSTGAP_API=local (the default): the machine's local Prefect server (flows/server.py), started in
+2. COSTGAP_API=local (the default): the machine's local Prefect server (runtime/server.py), started in
    the background by the first command that needs it and reused by every later one; its URL is put
    into this process's settings and environment, so flows, clients and child processes all use it.
 3. COSTGAP_API=ephemeral: Prefect's ephemeral server for this one command, gone when it ends (the
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from flows import server as local_server
-from flows import warm
+from runtime import server as local_server
+from runtime import warm
 from warehouse.db import env_seconds
 
 START_TIMEOUT_S = 300.0  # a cold PREFECT_HOME took up to ~60 s under load here; 5x that before giving up
@@ -71,7 +71,7 @@ def ensure_api(progress: Callable[[str], None] | None = print) -> str:
     except local_server.ServerError as e:
         raise ApiUnavailable(str(e)) from None
     use(found.url)
-    warm.spawn(local_server.home())  # later commands fork from it (flows/warm.py); this one goes on
+    warm.spawn(local_server.home())  # later commands fork from it (runtime/warm.py); this one goes on
     return found.url
 
 

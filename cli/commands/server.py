@@ -7,7 +7,7 @@
 The server is Prefect's own (`prefect server start`), on 127.0.0.1:$COSTGAP_SERVER_PORT (default 4210)
 and the user's PREFECT_HOME; its database is Prefect's SQLite file there, or
 PREFECT_SERVER_DATABASE_CONNECTION_URL (PostgreSQL in production: docs/deploy.md). With PREFECT_API_URL
-set, costgap uses that server instead and this one is never started (flows/server.py).
+set, costgap uses that server instead and this one is never started (runtime/server.py).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Optional
 
 import typer
 
-from flows.commands import EXIT_FAILED, say
+from cli.commands import EXIT_FAILED, say
 
 server_app = typer.Typer(help="This machine's local Prefect server: status, start, stop.", no_args_is_help=True)
 
 
 def _describe(found, state: str) -> dict:
-    from flows import server
+    from runtime import server
 
     doc = {"state": state, "url": found.url, "pid": found.pid, "port": found.port, "database": found.database,
            "since": found.since, "uptime_s": round(found.uptime_s()), "log": str(server.home() / server.LOG)}
@@ -33,8 +33,8 @@ def _describe(found, state: str) -> dict:
 
 
 def _warm(home) -> str:
-    """The warm process beside the server (flows/warm.py): commands fork from it, with no import cost."""
-    from flows import warm
+    """The warm process beside the server (runtime/warm.py): commands fork from it, with no import cost."""
+    from runtime import warm
 
     found = warm.read(home)
     if found and warm.answering(home):
@@ -57,7 +57,7 @@ def status_cmd(as_json: bool = typer.Option(False, "--json", help="One JSON obje
 
     Exit 0 when it runs, 1 when it does not (a stale record is reported as
     such and left for the next command, which replaces it)."""
-    from flows import server
+    from runtime import server
 
     home = server.home()
     found = server.read(home)
@@ -90,8 +90,8 @@ def start_cmd(
 
     A server already running on another database is left running: stop it
     first to switch."""
-    from flows import server, warm
-    from flows.api import START_TIMEOUT_ENV, START_TIMEOUT_S, TICK_S, ApiUnavailable
+    from runtime import server, warm
+    from runtime.api import START_TIMEOUT_ENV, START_TIMEOUT_S, TICK_S, ApiUnavailable
     from warehouse.db import env_seconds
 
     if database:
@@ -112,7 +112,7 @@ def start_cmd(
 @server_app.command("stop")
 def stop_cmd() -> None:
     """Stop the local server (SIGTERM, then SIGKILL after 20 s); the next command that needs it starts it again."""
-    from flows import server
+    from runtime import server
 
     stopped = server.stop(say)
     typer.echo(f"stopped Prefect's local server (pid {stopped.pid}, port {stopped.port})" if stopped

@@ -14,8 +14,8 @@ from typing import Optional
 
 import typer
 
-from flows.commands import EXIT_REFUSED, say
-from flows.settings import results_url, warehouse_path
+from cli.commands import EXIT_REFUSED, say
+from runtime.settings import results_url, warehouse_path
 
 
 def rebuild(

@@ -25,7 +25,7 @@ from typing import Optional
 
 import typer
 
-from flows.settings import warehouse_path
+from runtime.settings import warehouse_path
 from tasks.cost.model import F_LOST
 from tasks.cost.rules import WINDOW_DAYS
 from tasks.errors import UserError

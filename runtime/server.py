@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-from flows import warm
-from flows.procs import alive, process_started
+from runtime import warm
+from runtime.procs import alive, process_started
 
 DEFAULT_PORT = 4210  # beside Prefect's own 4200, so a user's `prefect server start` keeps its port
 PORT_ENV = "COSTGAP_SERVER_PORT"

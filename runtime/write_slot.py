@@ -1,6 +1,6 @@
 """The one write path: every warehouse write holds a Prefect global concurrency limit, the write slot.
 
-    python -c "from flows.write_slot import slot_name; print(slot_name('costgap.duckdb'))"
+    python -c "from runtime.write_slot import slot_name; print(slot_name('costgap.duckdb'))"
 
 Flows (compare, prices, rebuild) and the CLI's writers (ingest, prices import/refresh, rebuild) all
 write through `writer(warehouse)`: the slot first, then DuckDB's file lock. The slot has 1 place, so
@@ -34,8 +34,8 @@ from uuid import UUID
 
 import duckdb
 
-from flows.api import ensure_api
-from flows.procs import alive, process_started
+from runtime.api import ensure_api
+from runtime.procs import alive, process_started
 from warehouse.db import DEFAULT_TIMEOUT_S, env_seconds, writing
 
 WRITE_LIMIT = "warehouse-write"  # the prefix of every write slot's name

@@ -18,7 +18,7 @@ from typing import List, Optional
 
 import typer
 
-from flows import settings
+from runtime import settings
 from tasks.errors import UserError
 
 export_app = typer.Typer(help="Write deployment files for other launchers (SkyPilot).", no_args_is_help=True)

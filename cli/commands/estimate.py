@@ -17,8 +17,8 @@ from typing import List, Optional
 
 import typer
 
-from flows.commands import say
-from flows.settings import targets_path, warehouse_path
+from cli.commands import say
+from runtime.settings import targets_path, warehouse_path
 from tasks.cost.model import F_LOST
 
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
@@ -90,7 +90,7 @@ def estimate_cmd(
             rows.sort(key=lambda r: (r["cost_per_mtok"] is None, r["cost_per_mtok"] or 0.0, r["instance_type"]))
             out[p] = rows[:top] if top else rows
     if record:
-        from flows.write_slot import writer
+        from runtime.write_slot import writer
         from tasks.cost.estimate_track import record as keep, score
 
         with writer(warehouse_path(warehouse), progress=say) as con:

@@ -2,8 +2,8 @@
 
     costgap --help
 
-Each command group lives in flows/commands/<name>.py and exposes `register(app)`. Exit codes are
-one contract for every command (flows/commands/__init__.py): 0 done or nothing to do, 1 an internal
+Each command group lives in cli/commands/<name>.py and exposes `register(app)`. Exit codes are
+one contract for every command (cli/commands/__init__.py): 0 done or nothing to do, 1 an internal
 failure, 2 user input refused. A user error (bad bundle, bad price file, bad config) is printed as
 one line naming file, field and value; a Prefect API that cannot be reached or started is one line
 too (exit 1). Never a bare traceback for either; a bug still fails loudly with its traceback.
@@ -30,15 +30,15 @@ app = typer.Typer(
 )
 
 # One module per command group, each adding its commands to `app`, in the order --help lists them.
-from flows.commands import alerts, estimate, export, fx, gap, ingest, prices, rebuild, report, run, server  # noqa: E402,E501
+from cli.commands import alerts, estimate, export, fx, gap, ingest, prices, rebuild, report, run, server  # noqa: E402,E501
 
 for _mod in (run, ingest, prices, fx, gap, report, rebuild, alerts, estimate, export, server):
     _mod.register(app)
 
 
 def main() -> None:
-    from flows.api import ApiUnavailable
-    from flows.commands import EXIT_FAILED, EXIT_REFUSED
+    from runtime.api import ApiUnavailable
+    from cli.commands import EXIT_FAILED, EXIT_REFUSED
     from tasks.errors import UserError
 
     # The ephemeral Prefect server would otherwise try to phone home (and log an error offline).

@@ -16,8 +16,8 @@ from typing import Optional
 
 import typer
 
-from flows.commands import EXIT_FAILED, say
-from flows.settings import warehouse_path
+from cli.commands import EXIT_FAILED, say
+from runtime.settings import warehouse_path
 from tasks.alerts.automations import BLOCK_ENV, DEFAULT_FILE
 
 alerts_app = typer.Typer(help="Notifications, one kind per cause: the cheapest target changed, a gap shifted, a "

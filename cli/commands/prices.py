@@ -22,8 +22,8 @@ from typing import Optional
 import typer
 
 from tasks.errors import UserError
-from flows.commands import EXIT_FAILED, say
-from flows.settings import results_url, targets_path, warehouse_path
+from cli.commands import EXIT_FAILED, say
+from runtime.settings import results_url, targets_path, warehouse_path
 
 prices_app = typer.Typer(help="The price book (dated, sourced prices) and FX rates.", no_args_is_help=True)
 FORMATS = ("csv", "yaml", "skypilot", "fx")

@@ -1,6 +1,6 @@
 """Is a recorded process still the one that was recorded? (Linux /proc; a pid alone can be reused.)
 
-    python -c "import os; from flows.procs import alive, process_started; print(alive(os.getpid(), process_started(os.getpid())))"
+    python -c "import os; from runtime.procs import alive, process_started; print(alive(os.getpid(), process_started(os.getpid())))"
 
 Used by the write slot (a holder that died without releasing) and the local Prefect server (a server
 that was killed between two commands).

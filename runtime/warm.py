@@ -3,10 +3,10 @@
     costgap server status      # shows it (pid, commands served) beside the local Prefect server
 
 A command spends most of its time importing (Great Expectations ~2 s, Prefect ~0.7 s, polars, pandas,
-DuckDB on this 2-core box), not working. Beside the local Prefect server (flows/server.py), the first
+DuckDB on this 2-core box), not working. Beside the local Prefect server (runtime/server.py), the first
 command in local mode starts this process in the background: it imports everything a command needs,
 once, and listens on a unix socket private to this user (a 0700 directory under the temp dir, one
-socket per PREFECT_HOME). The `costgap` entry point (flows/launch.py) hands it the command: argv,
+socket per PREFECT_HOME). The `costgap` entry point (cli/launch.py) hands it the command: argv,
 working directory, environment and its own stdin/stdout/stderr (passed as file descriptors). It forks;
 the child first tells the client its pid, then takes those over and runs the command exactly as a fresh
 process would (the Prefect settings are re-read from the command's environment), and the warm process
@@ -18,7 +18,7 @@ command itself.
 It serves commands that talk to an API already running: the local server, or the server named by
 PREFECT_API_URL. Never used for a one-shot ephemeral command (COSTGAP_API=ephemeral without
 PREFECT_API_URL: one-shot means nothing resident) or with COSTGAP_WARM=0. It lives beside the local
-server and leaves with it; `python -m flows.warm_serve HOME --beside PID` lives beside any process
+server and leaves with it; `python -m cli.warm_serve HOME --beside PID` lives beside any process
 instead (the test suite runs one per session beside its Prefect test server: tests/conftest.py). When
 the code or the installed packages change after it started, it answers "stale" and exits, and the command runs in a fresh process instead (which starts a new warm process). One per
 PREFECT_HOME: it holds a lock for its lifetime; `costgap server stop` stops it. If it is gone or does
@@ -26,7 +26,7 @@ not answer, the command simply runs in a fresh process: the warm process only ev
 
 This module is imported by the entry point before anything heavy: standard library only, and nothing of
 costgap. What the process imports and what a forked command runs come from its own entry point,
-flows/warm_serve.py, the one module that knows both this machinery and the CLI.
+cli/warm_serve.py, the one module that knows both this machinery and the CLI.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ LOG = "costgap-warm.log"
 CONNECT_TIMEOUT_S = 2.0
 REPLY_TIMEOUT_S = 60.0  # it forks at once; only a hung warm process takes longer
 PACKAGES = ("flows", "tasks", "warehouse", "reports")
-SERVE_MODULE = "flows.warm_serve"  # the warm process's own entry point: costgap's imports and CLI
+SERVE_MODULE = "cli.warm_serve"  # the warm process's own entry point: costgap's imports and CLI
 _HEADER = struct.Struct("!I")
 
 
@@ -121,7 +121,7 @@ def _read(stream) -> dict | None:
     return json.loads(body)
 
 
-# ---------------------------------------------------------------- client side (flows/launch.py)
+# ---------------------------------------------------------------- client side (cli/launch.py)
 
 def delegate(argv: list[str]) -> int | None:
     """Run `costgap argv` in a child of the warm process; its exit code, or None to run it here instead."""
@@ -259,7 +259,7 @@ def serve(home: Path, *, preload: Callable[[], None], run: Callable[[], None],
           companion_alive: Callable[[], bool], companion: str) -> int:
     """Import (`preload`), then answer commands until stopped (SIGTERM), until the code changes, or until
     its companion (the local server of `home`, or the process it was started beside) is gone. Each
-    command is forked and calls `run` (flows/warm_serve.py gives costgap's imports and its CLI)."""
+    command is forked and calls `run` (cli/warm_serve.py gives costgap's imports and its CLI)."""
     import fcntl
     import selectors
     import signal
@@ -395,7 +395,7 @@ def serve(home: Path, *, preload: Callable[[], None], run: Callable[[], None],
     return 0
 
 
-# ---------------------------------------------------------------- lifecycle, from flows/server.py's side
+# ---------------------------------------------------------------- lifecycle, from runtime/server.py's side
 
 def read(home: Path) -> dict | None:
     try:
