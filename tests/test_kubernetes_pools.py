@@ -168,6 +168,7 @@ KUBE = ('[[target]]\nid = "k"\ndispatch = "kubernetes"\nwork_pool = "pk"\ngpu_mo
     (KUBE, "cluster"),
     (KUBE.replace('image = "r/costgap-probe:1"\n', "") + 'cluster = "eks"\n', "image"),
     (KUBE.replace("vcpus = 8\n", "") + 'cluster = "eks"\n', "vcpus"),
+    (KUBE.replace('image = "r/costgap-probe:1"', 'image = ""') + 'cluster = "eks"\n', "image"),
     (KUBE + 'cluster = "gke"\n', "accelerator"),  # GKE and ACK select GPU nodes by their GPU label
     (KUBE + 'cluster = "aks"\n', "cluster"),
     (KUBE.replace("gpu_count = 1", "gpu_count = 0").replace('gpu_model = "A10"\n', "") + 'cluster = "eks"\n',

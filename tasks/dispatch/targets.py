@@ -75,7 +75,7 @@ class Target(BaseModel):
             raise ValueError("gpu_count: 0 but gpu_model is set; give the GPUs per instance")
         if self.dispatch == "kubernetes":
             for name in ("work_pool", "cluster", "image", "vcpus", "memory_gib"):
-                if getattr(self, name) is None:
+                if getattr(self, name) in (None, ""):
                     raise ValueError(f"{name}: required when dispatch = 'kubernetes'")
             if self.gpu_count < 1:
                 raise ValueError("gpu_count: a kubernetes target asks for every GPU of its instance; give at least 1")
