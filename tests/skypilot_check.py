@@ -6,9 +6,9 @@ SkyPilot pins click < 8.2 and uvicorn < 0.36, which costgap's environment cannot
 needs click >= 8.4.2, kopf >= 8.2), so it lives in its own venv (`make sky`). Each file is loaded
 (Task.from_yaml) and each of its resources is put to its cloud's get_feasible_launchable_resources,
 the question SkyPilot's optimizer asks before a launch (the loader alone accepts, say, H100:8 on a
-one-A10 instance type), for the clouds in $FEASIBLE_CLOUDS (default: lambda, whose real catalog the
-tests hold); resources on stub catalogs (no prices: nothing is feasible) or Kubernetes (the live
-cluster answers) are only loaded.
+one-A10 instance type), for the clouds in $FEASIBLE_CLOUDS (default: aws, gcp, lambda, whose
+catalogs or excerpts of them the tests hold); Kubernetes resources are only loaded (the live cluster
+answers the rest).
 Prints one JSON line per
 file: {"file", "ok", "resources" or "error"}. Exit 0 when every file loaded.
 """
@@ -21,7 +21,7 @@ import sys
 def main(files: list[str]) -> int:
     import sky
 
-    feasible_clouds = set(os.environ.get("FEASIBLE_CLOUDS", "lambda").split(","))
+    feasible_clouds = set(os.environ.get("FEASIBLE_CLOUDS", "aws,gcp,lambda").split(","))
     bad = 0
     for path in files:
         try:
@@ -29,7 +29,7 @@ def main(files: list[str]) -> int:
             res = [str(r) for r in task.resources]
             for r in task.resources:  # what SkyPilot's optimizer asks of each cloud before it launches
                 if r.cloud is None or r.cloud.canonical_name() not in feasible_clouds:
-                    continue  # a stub catalog (no prices) or Kubernetes (the live cluster answers)
+                    continue  # Kubernetes: the live cluster answers
                 feasible = r.cloud.get_feasible_launchable_resources(r)
                 if not feasible.resources_list:
                     raise ValueError(f"no feasible resources for {r}: {feasible.hint or ''} "

@@ -4,10 +4,10 @@
 
 The loader (sky.Task.from_yaml of skypilot 0.14.1) runs in its own venv (.venv-sky, `make sky`; see
 tests/skypilot_check.py for why), offline: a temporary HOME holds the catalogs it reads
-(tests/fixtures/skypilot/README.md says which are SkyPilot's own and which are stubs). On Lambda,
-whose real catalog the tests hold, each task is also put to SkyPilot's feasibility check (the
-optimizer's question before a launch); AWS and GCP tasks are loaded against stubs, Kubernetes
-(ACK) tasks are loaded only.
+(tests/fixtures/skypilot/README.md: SkyPilot's Lambda catalog, and excerpts of its AWS and GCP
+catalogs). Each AWS, GCP and Lambda task is also put to SkyPilot's feasibility check (the
+optimizer's question before a launch); Kubernetes (ACK) tasks are loaded only: the live cluster
+answers the rest.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tasks.dispatch.targets import Target, load_targets
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "skypilot"
 SKY_PY = REPO / ".venv-sky" / "bin" / "python"
-CATALOGS = {"lambda": "lambda-vms.csv", "aws": "aws-vms-stub.csv", "gcp": "gcp-vms-stub.csv"}
+CATALOGS = {"lambda": "lambda-vms.csv", "aws": "aws-vms-excerpt.csv", "gcp": "gcp-vms-excerpt.csv"}
 TARGETS = load_targets(REPO / "deploy" / "targets.toml")
 
 
@@ -113,18 +113,18 @@ def test_export_writes_a_task_skypilot_loads_for_every_reachable_target(tmp_path
     assert all(t.dispatch == "import" and t.inbox == sky.inbox_url("s3://bucket/costgap", t.id) for t in back)
 
 
-def test_skypilots_loader_refuses_a_task_that_cannot_launch(tmp_path):
-    """The check is SkyPilot's, not ours: a wrong accelerator for the instance type is refused."""
-    t = next(t for t in TARGETS if t.id == "lambda-gpu-1x-a10")
+@pytest.mark.parametrize("target, wrong", [("lambda-gpu-1x-a10", "H100:8"), ("aws-g5-xlarge", "H100:8"),
+                                           ("gcp-a3-highgpu-8g", "A100:8")])
+def test_skypilots_loader_refuses_a_task_that_cannot_launch(tmp_path, target, wrong):
+    """The check is SkyPilot's, not ours: accelerators the instance type does not have are refused."""
+    t = next(t for t in TARGETS if t.id == target)
     broken = sky.task(t, results="s3://b")
-    broken["resources"]["accelerators"] = "H100:8"
+    broken["resources"]["accelerators"] = wrong
     bad = tmp_path / "broken.sky.yaml"
     bad.write_text(sky.to_yaml(broken))
-    good = tmp_path / "good.sky.yaml"
-    good.write_text(sky.to_yaml(sky.task(t, results="s3://b")))
-    ok, refused = _sky_load([good, bad], tmp_path / "home")
-    assert ok["ok"] and not refused["ok"], refused
-    assert "ResourcesMismatchError" in refused["error"] and "gpu_1x_a10" in refused["error"]
+    (refused,) = _sky_load([bad], tmp_path / "home")
+    assert not refused["ok"] and "ResourcesMismatchError" in refused["error"], refused
+    assert t.instance_type in refused["error"]
 
 
 def test_a_bundle_put_where_the_task_puts_it_is_in_the_import_targets_inbox(tmp_path):
