@@ -208,6 +208,8 @@ class Finetune(_Strict):
     configs_tried: list[ConfigTried] = Field(default_factory=list)
     search_s: float | None = Field(default=None, ge=0)  # wall time of the trials, from the first
     #   candidate's first step to the choice (it overlaps the GPU warm-up it replaces)
+    search_added_s: float | None = Field(default=None, ge=0)  # what the search added against running its
+    #   first candidate alone: the others' first steps and any trial load beyond the warm-up (run.py _added)
 
     @model_validator(mode="after")
     def _ok_has_throughput(self) -> "Finetune":

@@ -109,6 +109,7 @@ def base_record(p, device: torch.device, precision: str, compile_: bool) -> dict
         "precision": precision, "device": device.type, "n_gpus": 1, "seq_len": p.seq_len,
         "micro_batch": None, "grad_accum": 1, "compile": bool(compile_),
         "activation_checkpointing": False, "config_search": None, "configs_tried": [], "search_s": None,
+        "search_added_s": None,
     }
 
 

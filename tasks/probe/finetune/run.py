@@ -173,9 +173,19 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
         "conditions": window.conditions() if window is not None else None,
         "micro_batch": mb, "activation_checkpointing": found.winner.cand.checkpointing,
         "configs_tried": [t.record() for t in found.trials], "search_s": found.search_s,
+        "search_added_s": _added(found, warm_min_s),
     }
     del model, optimizer, runner, step
     return out
+
+
+def _added(found, warm_min_s: float) -> float:
+    """Seconds the search added to this fine-tune against running its first candidate alone: the other
+    candidates' first steps (compiles, where the preset compiles), and whatever part of the trials' load
+    outlasted the warm-up that would have run anyway (GPU_WARMUP_S)."""
+    firsts = [t.first_s for t in found.trials if t.first_s is not None]
+    load = found.search_s - sum(firsts)
+    return sum(firsts[1:]) + max(0.0, load - warm_min_s)
 
 
 def _inject_oom(step, limit: int):
