@@ -26,8 +26,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from prefect import get_run_logger, task
+# Not `from prefect import task`: that imports prefect.main, which sets up Prefect's logging on import, and a
+# landing command (which imports this module) would then print Great Expectations' INFO lines on stderr.
 from prefect.cache_policies import NO_CACHE
+from prefect.logging import get_run_logger
+from prefect.tasks import task
 
 from runtime import settings
 from runtime.write_slot import writer
@@ -35,6 +38,7 @@ from tasks.alerts import AlertConfig, pending, record
 from tasks.alerts.automations import DEFAULT_FILE, NOTIFY, block_name, blocks_needed, expected_event, fill, load_spec
 from tasks.errors import UserError
 
+SEND_WAIT_S = 30.0  # how long a landing waits for its events to leave (milliseconds on a live API)
 SITE_LINK_ENV = "COSTGAP_SITE_LINK"  # the report's address people open (the site may be published to s3://)
 
 
@@ -102,11 +106,27 @@ def emit_changes(warehouse: str, link: str | None, source: str, cfg: AlertConfig
             sent = emit_event(event=a.event, resource=a.resource, related=a.related_resources, payload=a.payload)
             ids.append(str(sent.id) if sent is not None else None)
         told = [(a, i) for a, i in zip(alerts, ids) if i]
+        late = [] if not told or _handed_over(SEND_WAIT_S) else [
+            f"alerts: {len(told)} event(s) still queued for the Prefect API after {SEND_WAIT_S:.0f} s; recorded as told"]
         record(con, [a for a, _ in told], now, source, [i for _, i in told])
     untold = "Prefect events are off in this process" if len(told) < len(alerts) else None
     return {"emitted": [f"{a.event}: {a.summary}" for a, _ in told],
             "not_emitted": [f"{a.event}: {a.summary}" for a, i in zip(alerts, ids) if not i],
-            "errors": ev.errors, "untold": untold}
+            "errors": ev.errors + late, "untold": untold}
+
+
+def _handed_over(timeout_s: float) -> bool:
+    """Wait (at most timeout_s) until Prefect's events worker has handed every emitted event to the API. It
+    sends from a background thread and drains at interpreter exit, which a command forked from the warm
+    process skips (os._exit): without this wait its events could be recorded as told and never sent."""
+    import threading
+
+    from prefect.events.worker import EventsWorker
+
+    waiter = threading.Thread(target=EventsWorker.instance().wait_until_empty, name="costgap-events", daemon=True)
+    waiter.start()
+    waiter.join(timeout_s)
+    return not waiter.is_alive()
 
 
 def tell(out: dict, say: Callable[[str], None], warn: Callable[[str], None] | None = None) -> None:
