@@ -1,6 +1,6 @@
 """`costgap gap A B` and `costgap targets`: the cost model from the command line.
 
-    costgap targets --window 30d          # then the cost of measuring per target and month
+    costgap targets --window 30d          # the cost of measuring per target and month, then the cost table
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
     costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25]
@@ -220,7 +220,7 @@ def targets_cmd(
 
 
 def _measuring_block(measured: list[dict], currency: str) -> None:
-    """What measuring cost per target and month (tasks/cost/measuring.py), printed after the cost table."""
+    """What measuring cost per target and month (tasks/cost/measuring.py), printed before the cost table."""
     from tasks.cost.measuring import lines
 
     if measured:
