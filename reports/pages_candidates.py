@@ -17,6 +17,7 @@ from reports.html import Raw, esc
 from reports.page import Page
 
 NAME = "candidates.html"
+RECORDED = "recorded estimate, later measured"  # the track record's own points (estimates kept before measuring)
 
 
 def load(con, today, currency: str = "USD", billing: str | None = "on_demand", extra: list[dict] | None = None) -> dict:
@@ -64,11 +65,21 @@ def _track_chart(points: list[dict]) -> dict:
     line = alt.Chart(alt.Data(values=[{"v": min(p["measured"] for p in points)},
                                       {"v": max(p["measured"] for p in points)}])).mark_line(
         strokeDash=[2, 2], color="#888").encode(x="v:Q", y="v:Q")
-    pts = alt.Chart(alt.Data(values=points)).mark_point(size=70, filled=False).encode(
-        x=alt.X("measured:Q", title="measured tokens/s", scale=alt.Scale(type="log")),
-        y=alt.Y("estimate:Q", title="estimate (tokens/s)", scale=alt.Scale(type="log")),
-        shape=alt.Shape("kind:N", title="scored how", legend=alt.Legend(orient="bottom", columns=1)), tooltip=["label:N", "kind:N", "estimate:Q", "measured:Q"])
-    return (line + pts).properties(width=400, height=300).to_dict()
+    enc = dict(
+        x=alt.X("measured:Q", title="measured tokens/s", scale=alt.Scale(type="log", nice=False, padding=12),
+                axis=alt.Axis(format="~s")),
+        y=alt.Y("estimate:Q", title="estimate (tokens/s)", scale=alt.Scale(type="log", nice=False, padding=12),
+                axis=alt.Axis(format="~s")),
+        # colour and shape on one field: one legend
+        shape=alt.Shape("kind:N", title="scored how", legend=alt.Legend(orient="bottom", columns=1)),
+        color=alt.Color("kind:N", title="scored how", legend=alt.Legend(orient="bottom", columns=1)),
+        tooltip=["label:N", "kind:N", "estimate:Q", "measured:Q"])
+    pts = alt.Chart(alt.Data(values=points)).mark_point(size=70, filled=False).encode(**enc)
+    # the estimates recorded before their measurement landed (the track record proper), filled and on top, so
+    # they stand out from the scores computed after the fact
+    rec = alt.Chart(alt.Data(values=[p for p in points if p["kind"] == RECORDED])).mark_point(
+        size=90, filled=True, opacity=1).encode(**enc)
+    return (line + pts + rec).properties(width=400, height=300).to_dict()
 
 
 def _fmt(x, spec=".4g") -> str:
@@ -121,7 +132,7 @@ def candidates_page(data) -> Page:
                for r in nxt) + "</ul>" if nxt else "<p>None: no estimate could beat the cheapest measured type.</p>"))
     p.h2("Track record: estimates against measurements")
     loo, held = cand["loo"] or {"rows": []}, cand["held_out"] or {"rows": []}
-    points = [{"label": f"{r['preset']} on {r['gpu']}", "kind": "leave-one-out (H200 presets)",
+    points = [{"label": f"{r['preset']} on {r['gpu']}", "kind": "leave-one-preset-out",
                "estimate": r["predicted_tokens_per_s"], "measured": r["measured_tokens_per_s"]} for r in loo["rows"]]
     points += [{"label": f"{r['preset']} on {r['target']}", "kind": "leave-one-target-out",
                 "estimate": r["predicted_tokens_per_s"], "measured": r["measured_tokens_per_s"]}
@@ -129,7 +140,7 @@ def candidates_page(data) -> Page:
     points += [{"label": f"{r['preset']} on {r['gpu']}", "kind": "held-out published figure",
                 "estimate": r["predicted_tokens_per_s"], "measured": r["per_gpu_tokens_per_s"]}
                for r in held["rows"] if r.get("predicted_tokens_per_s")]
-    points += [{"label": f"{r['preset']} on {r['target']}", "kind": "recorded estimate, later measured",
+    points += [{"label": f"{r['preset']} on {r['target']}", "kind": RECORDED,
                 "estimate": r["tokens_per_s"], "measured": r["measured_tokens_per_s"]}
                for r in cand["track"] if r.get("measured_tokens_per_s")]
     parts = []
@@ -139,7 +150,7 @@ def candidates_page(data) -> Page:
                              rows=points))
     cols = [("what", "Scored on"), ("preset", "Preset"), ("gpu", "GPU"), ("estimate", "Estimate tokens/s"),
             ("measured", "Measured tokens/s"), ("error", "Error"), ("source", "Source")]
-    scored = [{"what": "leave-one-out", "preset": r["preset"], "gpu": r["gpu"], "estimate": _num(r["predicted_tokens_per_s"], ",.0f"),
+    scored = [{"what": "leave-one-preset-out", "preset": r["preset"], "gpu": r["gpu"], "estimate": _num(r["predicted_tokens_per_s"], ",.0f"),
                "measured": _num(r["measured_tokens_per_s"], ",.0f"), "error": _num(r["error"], "+.1%"),
                "source": f"{r['inside']}/{r['runs']} runs inside the 90% interval"} for r in loo["rows"]]
     scored += [{"what": f"leave-one-target-out ({r['target']})", "preset": r["preset"], "gpu": r["gpu"],
@@ -160,12 +171,16 @@ def candidates_page(data) -> Page:
                  f"{sum(1 for r in recorded if r.get('measured_at'))} since measured.</p>")
     if recorded:
         parts.append(p.table("estimate_track", [("preset", "Preset"), ("target", "Target"), ("estimated_at", "Estimated"),
-                                                ("tokens_per_s", "Estimate tokens/s"), ("measured_at", "Measured"),
-                                                ("measured_tokens_per_s", "Measured tokens/s"), ("error", "Error")],
+                                                ("tokens_per_s", "Estimate tokens/s"), ("interval", "90% interval"),
+                                                ("measured_at", "Measured"), ("measured_tokens_per_s", "Measured tokens/s"),
+                                                ("error", "Error"), ("inside", "Inside the interval")],
                              [{**r, "estimated_at": r["estimated_at"].isoformat(timespec="minutes"),
                                "measured_at": r["measured_at"].isoformat(timespec="minutes") if r.get("measured_at") else None,
                                "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "error": _num(r.get("error"), "+.1%"),
+                               "interval": Raw(esc(f"{r['tokens_per_s_lo']:,.0f}..{r['tokens_per_s_hi']:,.0f}"),
+                                               sort=r["tokens_per_s_lo"]),
+                               "inside": None if r.get("inside") is None else ("yes" if r["inside"] else "no"),
                                "measured_tokens_per_s": _num(r.get("measured_tokens_per_s"), ",.0f")} for r in recorded],
-                             numeric=("tokens_per_s", "measured_tokens_per_s", "error")))
+                             numeric=("tokens_per_s", "interval", "measured_tokens_per_s", "error")))
     p.card("".join(parts))
     return p

@@ -9,7 +9,11 @@ What is measured and what is not:
   small jitter, an "older stack" image with lower throughput in the first half, some injected OOM
   attempts). They land through the normal path (tasks.landing.land: parsed, validated) and are recorded
   in `provenance` as synthetic;
-- prices are illustrative figures (not quotes) with one price cut, recorded as illustrative.
+- prices are illustrative figures (not quotes) with one price cut, recorded as illustrative;
+- one target is estimated first (DemoConfig.estimated_first, the H100): the estimator's estimates for it
+  are recorded from the other targets' runs before its own bundles land, then its real samples land
+  alone and score those estimates (tasks.cost.estimate_track), then its synthetic history lands. The
+  Candidates page draws that track record: estimates against a real measurement.
 The report prints every provenance label on every page.
 """
 
@@ -19,6 +23,7 @@ import copy
 import dataclasses
 import json
 import random
+import statistics
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -68,6 +73,10 @@ class DemoConfig:
     fx_rates: tuple = (("EUR", 0.92), ("GBP", 0.79))  # ILLUSTRATIVE units per USD: the picker's other currencies
     price_cut_at: float = 0.6  # ... at 60% of the history
     seed: int = 7  # the demo is reproducible from its name alone
+    # The target whose estimates are recorded before its bundles land, then scored against its real samples:
+    # the H100, the second real GPU type of the committed samples, so the estimator's track record is an H100
+    # predicted from H200 runs alone, scored on a real H100 measurement (issue 35.4). No samples: step skipped.
+    estimated_first: str | None = "h100-sxm-1x"
 
     def __post_init__(self) -> None:
         if self.weeks < 2:
@@ -88,10 +97,24 @@ class DemoSummary:
     synthetic: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
     price_rows: int = 0
+    estimated_first: str | None = None  # the target estimated before its bundles landed (None: step skipped)
+    estimates: int = 0  # estimates recorded for it
+    scored: list[dict] = field(default_factory=list)  # estimate_track.score rows against its real samples
 
     def as_text(self) -> str:
-        return (f"demo: {len(self.samples)} measured sample bundle(s), {len(self.synthetic)} synthetic run(s) "
+        text = (f"demo: {len(self.samples)} measured sample bundle(s), {len(self.synthetic)} synthetic run(s) "
                 f"(labelled), {self.price_rows} illustrative price row(s), targets {', '.join(self.targets)}")
+        return text + (f"\n{score_line(self.estimated_first, self.estimates, self.scored)}" if self.estimated_first else "")
+
+
+def score_line(target: str, recorded: int, scored: list[dict]) -> str:
+    """One line on the estimates of `target` scored against its real samples."""
+    if not scored:
+        return f"demo: {recorded} estimate(s) for {target} recorded; none scored (no measurement of their presets)"
+    median = statistics.median(abs(r["error"]) for r in scored)
+    return (f"demo: {len(scored)} of {recorded} estimate(s) for {target} scored against its measured samples: "
+            f"median |error| {median:.1%}, {sum(bool(r['inside']) for r in scored)}/{len(scored)} inside "
+            "their 90% interval")
 
 
 CURRENT_STACK = "demo-synthetic:current-stack"  # the image synthetic runs after the upgrade record, when unknown
@@ -208,9 +231,49 @@ def _prices(con: duckdb.DuckDBPyConnection, targets: dict[str, str | None], star
     return len(rows)
 
 
+def _label_targets(con: duckdb.DuckDBPyConnection, targets) -> None:
+    """Give each landed target the invented provider, region and instance type the price book joins on."""
+    for target in targets:
+        con.execute("update targets set provider = 'demo', region = 'demo-1', instance_type = ?, "
+                    "billing_mode = 'on_demand' where target = ? and provider is null", [f"{target}.1x", target])
+        con.execute("insert or replace into provenance (scope, key, label, note) values ('target', ?, 'illustrative', ?)",
+                    [target, TARGET_NOTE])
+
+
+def _estimate_first(con: duckdb.DuckDBPyConnection, target: str, docs: list[dict[str, Any]],
+                    say: Callable[[str], None]) -> int:
+    """Record the estimator's estimates for `target` (not landed yet) from the runs already in the warehouse,
+    as `costgap estimate --record` would: the target joins the catalog as an extra row with its samples' GPU,
+    priced by the demo's illustrative price book. Returns the estimates recorded."""
+    from tasks.cost import calibrate as cal_
+    from tasks.cost.candidates import candidates
+    from tasks.cost.estimate_track import record
+    from tasks.cost.table import options
+
+    env = max(docs, key=lambda d: d["started_at"])["environment"]
+    ws = cal_.workloads(con)
+    cal = cal_.calibrate(ws, cal_.efficiencies(con))
+    if cal is None or not env.get("gpu_name"):
+        say(f"demo: not estimating {target} first: " + ("its samples record no GPU" if cal is not None else
+            "the other targets' runs have no fine-tune with GEMM and memory-copy figures to calibrate on"))
+        return 0
+    presets = sorted(cal.reference)
+    say(f"demo: estimating {target} from the other targets' runs ({len(presets)} presets) before its bundles land")
+    extra = [{"target": target, "provider": "demo", "region": "demo-1", "instance_type": f"{target}.1x",
+              "gpu_model": env["gpu_name"], "gpu_count": max(1, int(env.get("gpu_count") or 1))}]
+    at = datetime.now(timezone.utc)
+    opts = options()
+    rows = [r for p in presets for r in candidates(con, p, opts, at, extra=extra, cal=cal, workloads=ws)
+            if r["target"] == target]
+    return record(con, rows, at)
+
+
 def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg: DemoConfig | None = None,
                progress: Callable[[str], None] | None = None) -> DemoSummary:
-    """Land samples + labelled synthetic history + illustrative prices through an open writer connection."""
+    """Land samples + labelled synthetic history + illustrative prices through an open writer connection.
+    The target cfg.estimated_first (when it has samples) is estimated before its bundles land, then its real
+    samples land alone and score those estimates, then its synthetic history lands (module docstring)."""
+    from tasks.cost.estimate_track import score
     from tasks.landing.land import land_paths
 
     say = progress or (lambda _line: None)
@@ -230,6 +293,7 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
     rng = random.Random(cfg.seed)
     summary = DemoSummary()
     order = {t: i for i, t in enumerate(sorted({d["target"] for d in docs}))}
+    first = cfg.estimated_first if cfg.estimated_first in order and len(order) > 1 else None
     with tempfile.TemporaryDirectory(prefix="costgap-demo-") as tmp:
         # a sample that recorded no image (an older probe, a bare host) still gets a named current stack,
         # so the older-stack -> current change is one between two known values, as the report counts them
@@ -237,27 +301,46 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
                   for d in sorted(docs, key=lambda d: d["started_at"])}
         synth = [d for doc in docs for d in synthesize(doc, cfg, rng, even=order[doc["target"]] % 2 == 0,
                                                          image=images[doc["target"]])]
+        dirs = {False: Path(tmp) / "others", True: Path(tmp) / "first"}
+        for d in dirs.values():
+            d.mkdir()
         for d in synth:
-            (Path(tmp) / f"{d['bundle_id']}.json").write_bytes(canonical_json(d))
-        say(f"demo: landing {len(files)} measured sample bundle(s) from {folder}")
-        real = land_paths(con, [str(f) for f in files], source="demo")
-        say(f"demo: landing {len(synth)} synthetic run(s) derived from them ({cfg.weeks} weeks, labelled)")
-        fake = land_paths(con, [tmp], source="demo", progress=say)
-    for s, what in ((real, "sample"), (fake, "synthetic")):
-        if not s.ok:
-            raise UserError(f"demo: a {what} bundle did not land cleanly:\n{s.as_text()}")
-    summary.samples = real.landed + real.duplicates
+            (dirs[d["target"] == first] / f"{d['bundle_id']}.json").write_bytes(canonical_json(d))
+        mine = [f for f, d in zip(files, docs) if d["target"] == first]
+        others = [f for f in files if f not in mine]
+        n_synth = sum(d["target"] != first for d in synth)
+        landings = []  # (summary, what)
+
+        def land(paths: list[str], what: str, **kw) -> None:  # stops at the first landing that is not clean
+            got = land_paths(con, paths, source="demo", **kw)
+            if not got.ok:
+                raise UserError(f"demo: a {what} bundle did not land cleanly:\n{got.as_text()}")
+            landings.append((got, what))
+
+        say(f"demo: landing {len(others)} measured sample bundle(s) from {folder}"
+            + (f" (all but {first}'s, which is estimated first)" if first else ""))
+        land([str(f) for f in others], "sample")
+        say(f"demo: landing {n_synth} synthetic run(s) derived from them ({cfg.weeks} weeks, labelled)")
+        land([str(dirs[False])], "synthetic", progress=say)
+        gpus = {d["target"]: d["environment"].get("gpu_name") for d in docs}
+        _label_targets(con, sorted({d["target"] for d in docs} - {first}))
+        times = [_t(d["started_at"]) for d in synth + docs]
+        say("demo: adding illustrative prices")
+        summary.price_rows = _prices(con, gpus, min(times), max(times), cfg)
+        if first:
+            summary.estimated_first = first
+            summary.estimates = _estimate_first(con, first, [d for d in docs if d["target"] == first], say)
+            # its real samples land alone, before its synthetic history: an estimate is scored against the
+            # first landing after it (estimate_first_landing.sql), so that landing holds measurements only
+            say(f"demo: landing {first}'s {len(mine)} measured sample bundle(s) and scoring its estimates against them")
+            land([str(f) for f in mine], "sample")
+            _label_targets(con, [first])
+            summary.scored = score(con, datetime.now(timezone.utc))
+            say(f"demo: landing {len(synth) - n_synth} synthetic run(s) derived from {first}'s samples (labelled)")
+            land([str(dirs[True])], "synthetic", progress=say)
+    summary.samples = [rid for s, what in landings if what == "sample" for rid in s.landed + s.duplicates]
     summary.synthetic = [d["bundle_id"] for d in synth]
     con.executemany("insert or replace into provenance (scope, key, label, note) values ('run', ?, 'synthetic', ?)",
                     [[rid, SYNTHETIC_NOTE] for rid in summary.synthetic])
-    gpus = {d["target"]: d["environment"].get("gpu_name") for d in docs}
-    for target in gpus:
-        con.execute("update targets set provider = 'demo', region = 'demo-1', instance_type = ?, "
-                    "billing_mode = 'on_demand' where target = ? and provider is null", [f"{target}.1x", target])
-        con.execute("insert or replace into provenance (scope, key, label, note) values ('target', ?, 'illustrative', ?)",
-                    [target, TARGET_NOTE])
-    times = [_t(d["started_at"]) for d in synth + docs]
-    say("demo: adding illustrative prices")
-    summary.price_rows = _prices(con, gpus, min(times), max(times), cfg)
     summary.targets = sorted(gpus)
     return summary

@@ -105,3 +105,71 @@ def test_demo_replaces_only_its_own_warehouse(demo, samples, tmp_path):
     res = CliRunner().invoke(app, ["demo", "--warehouse", str(main), "--site", str(tmp_path / "s3"), "--samples", str(samples)])
     assert res.exit_code != 0 and "not a demo warehouse" in str(res.exception)
     assert main.exists() and main.stat().st_size == before
+
+
+def test_demo_without_the_estimated_first_target_records_no_estimate(demo):
+    wh, _, out = demo  # its samples hold no h100-sxm-1x (DemoConfig.estimated_first): the step is skipped
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        assert con.execute("select count(*) from estimates").fetchone()[0] == 0
+    finally:
+        con.close()
+    assert "estimating" not in out and "estimate(s) for" not in out
+
+
+@pytest.fixture(scope="module")
+def track_demo(tmp_path_factory) -> tuple[Path, Path, str, Path]:
+    """`costgap demo` over the committed H100 samples and three H200 ones (1b, 8b-lora, 8b-qlora, bert-large)."""
+    import shutil
+
+    from tasks.demo import sample_dir
+
+    root = tmp_path_factory.mktemp("track")
+    samples = root / "samples"
+    (samples / "h200").mkdir(parents=True)
+    shutil.copytree(sample_dir() / "h100", samples / "h100")
+    for prefix in ("1906d644", "289c38f4", "6fbcef20"):  # standard (GEMM, copy, 1b, 8b-lora), 8b-qlora, bert-large
+        shutil.copy(next((sample_dir() / "h200").glob(f"{prefix}*.json")), samples / "h200")
+    wh, site = root / "demo.duckdb", root / "site"
+    res = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(site), "--samples", str(samples),
+                                   "--no-images"])
+    assert res.exit_code == 0, res.output
+    return wh, site, res.output, samples
+
+
+def test_demo_scores_the_estimated_first_target_against_its_real_samples(track_demo):
+    """Issue 35.4: the H100 is estimated from the H200 runs before its bundles land; its real samples land
+    alone and score every estimate (error, inside the 90% interval) against the sample's own tokens/s, never a
+    synthetic run; the Candidates page draws and lists them."""
+    import json
+
+    wh, site, out, samples = track_demo
+    target = DemoConfig().estimated_first
+    assert target == "h100-sxm-1x"
+    real = {ft["preset"]: ft["tokens_per_s"] for f in (samples / "h100").glob("*.json")
+            for ft in json.loads(f.read_text())["finetune"] if ft["status"] == "ok"}
+    assert f"demo: estimating {target} from the other targets' runs (4 presets) before its bundles land" in out
+    assert f"4 of 4 estimate(s) for {target} scored against its measured samples" in out
+    con = duckdb.connect(str(wh), read_only=True)
+    try:
+        est = con.execute("select preset, tokens_per_s, tokens_per_s_lo, tokens_per_s_hi, measured_tokens_per_s, "
+                          "measured_runs, error, inside, estimated_at, measurement_landed_at from estimates "
+                          "where target = ? order by preset", [target]).fetchall()
+        real_landed = con.execute("select max(landed_at) from runs where target = ? and run_id not in "
+                                  "(select key from provenance where scope = 'run')", [target]).fetchone()[0]
+        synthetic_landed = con.execute("select min(landed_at) from runs where target = ? and run_id in "
+                                       "(select key from provenance where scope = 'run' and label = 'synthetic')",
+                                       [target]).fetchone()[0]
+        others = con.execute("select count(*) from estimates where target <> ?", [target]).fetchone()[0]
+    finally:
+        con.close()
+    assert [r[0] for r in est] == ["1b", "8b-lora", "8b-qlora", "bert-large"] and others == 0
+    for preset, x, lo, hi, m, runs, error, inside, at, landed in est:
+        assert m == pytest.approx(real[preset], rel=1e-9) and runs == 1  # the real sample alone, not a synthetic run
+        assert error == pytest.approx(x / m - 1.0) and inside is (lo <= m <= hi)
+        assert at < landed == real_landed < synthetic_landed
+    page = (site / "candidates.html").read_text(encoding="utf-8")
+    assert 'id="c-estimate-track"' in page and "recorded estimate, later measured" in page
+    assert 'id="t-estimate_track"' in page and "Inside the interval" in page and page.count(target) >= 4
+    shown = (site / "data" / "estimate_track.csv").read_text(encoding="utf-8").splitlines()
+    assert len(shown) == 5 and all(target in line for line in shown[1:])
