@@ -53,14 +53,19 @@ def config_rows(rows: Rows) -> Rows:
         if r.get("config_search") is None or not tried:
             out.append({"preset": r["preset"], "found": "configuration not searched",
                         "configuration": _label(r["micro_batch"], r["activation_checkpointing"]),
-                        "trial_tokens_per_s": None, "peak_gib": r.get("peak_mem_allocated_gib"),
+                        "trial_tokens_per_s": None, "tokens_per_s": r["tokens_per_s"],
+                        "peak_gib": r.get("peak_mem_allocated_gib"),
                         "outcome": "run", "reason": "measured before the configuration search (issue 35)"})
             continue
-        for c in tried:
+        order = {"chosen": 0, "slower": 1, "dropped": 2}
+        for c in sorted(tried, key=lambda c: order.get(c["outcome"], 3)):  # the chosen one first
+            chosen = c["outcome"] == "chosen"
             out.append({"preset": r["preset"], "found": FOUND.get(r["config_search"], r["config_search"]),
                         "configuration": _label(c["micro_batch"], c["activation_checkpointing"]),
-                        "trial_tokens_per_s": c.get("tokens_per_s"), "peak_gib": c.get("peak_mem_allocated_gib"),
-                        "outcome": badge("chosen", "ok") if c["outcome"] == "chosen" else c["outcome"],
+                        "trial_tokens_per_s": c.get("tokens_per_s"),
+                        "tokens_per_s": r["tokens_per_s"] if chosen else None,
+                        "peak_gib": c.get("peak_mem_allocated_gib"),
+                        "outcome": badge("chosen", "ok") if chosen else c["outcome"],
                         "reason": c.get("reason") or ""})
     return out
 
@@ -120,9 +125,10 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
         "the probe trials every configuration its memory model says fits (activation checkpointing off at the "
         "largest micro-batch, on at the largest it allows) and measures the fastest. Newest run per preset.</p>"
         + p.table(f"t{i}-configs", [("preset", "Preset"), ("found", "How found"), ("configuration", "Configuration"),
-                                   ("trial_tokens_per_s", "Trial tokens/s"), ("peak_gib", "Peak GiB"),
+                                   ("trial_tokens_per_s", "Trial tokens/s"),
+                                   ("tokens_per_s", "Measured tokens/s (steady run)"), ("peak_gib", "Peak GiB"),
                                    ("outcome", "Outcome"), ("reason", "Why")],
-                  cfg_rows, numeric=("trial_tokens_per_s", "peak_gib"))), "measured fine-tunes"))
+                  cfg_rows, numeric=("trial_tokens_per_s", "tokens_per_s", "peak_gib"))), "measured fine-tunes"))
     ch = by(data.changes.rows)
     p.h2("Throughput shifts found")
     p.card(_section(Section(rows=ch), lambda: changes_table(p, f"t{i}-shifts", ch),

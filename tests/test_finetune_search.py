@@ -131,5 +131,6 @@ def test_search_results_land_and_old_bundles_show_configuration_not_searched(tmp
                                                    "micro-batch 4, checkpointing on",
                                                    "micro-batch 4, checkpointing off"]
     assert shown[0]["trial_tokens_per_s"] == 11200.0 and "out of memory" in shown[2]["reason"]
+    assert shown[0]["tokens_per_s"] == rows["new-box"]["tokens_per_s"] and shown[1]["tokens_per_s"] is None
     (legacy,) = config_rows([rows["old-box"]])
     assert legacy["found"] == "configuration not searched" and legacy["configuration"] == "micro-batch 4, checkpointing off"
