@@ -130,8 +130,9 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
                  f"{usable / cal_.GIB:.1f} GiB usable: micro-batch {mb}"
                  + (f" with activation checkpointing (keeps <= {cal_.CKPT_KEEP:.0%} of activations; recomputing "
                     f"the forward adds {cal_.RECOMPUTE[w.mode]:.0%} FLOPs)" if ckpt else "") + f", ~{need:.1f} GiB")
-    a.append(f"configuration: micro-batch {mb}, checkpointing {'on' if ckpt else 'off'}, the fastest of the "
-             f"{len(fits)} that fit (as the probe searches them)"
+    a.append(f"configuration: micro-batch {mb}, checkpointing {'on' if ckpt else 'off'}, "
+             + (f"the fastest of the {len(fits)} that fit (as the probe searches them)" if len(fits) > 1
+                else "the only one that fits")
              + "".join(f"; micro-batch {c[0]} with checkpointing {'on' if c[1] else 'off'}: ~{rate[c]:,.0f} tokens/s"
                        for c in fits if c != (mb, ckpt)))
     if need * cal_.GIB > 0.95 * usable:
