@@ -80,16 +80,10 @@ final as (
            scaling_efficiency, params_total, mode, n_gpus, peak_mem_allocated_gib, status, window_tokens_per_s,
            gpu_count, price_currency,
            price_native, price_effective_from, price_last_seen_at, price_source,
-           case
-               when price_native is null then null
-               when price_currency = $currency then price_native
-               else price_native
-                    / (case when price_currency = 'USD' then 1.0 else from_units_per_usd end)
-                    * (case when $currency = 'USD' then 1.0 else to_units_per_usd end)
-           end as price_per_hour,
-           price_native is not null and price_currency <> $currency
-               and ((price_currency <> 'USD' and from_units_per_usd is null)
-                    or ($currency <> 'USD' and to_units_per_usd is null)) as fx_missing,
+           price_in_currency(price_native, price_currency, $currency, from_units_per_usd, to_units_per_usd)
+               as price_per_hour,  -- migration 090: the one conversion
+           price_fx_missing(price_native, price_currency, $currency, from_units_per_usd, to_units_per_usd)
+               as fx_missing,
            case when price_currency <> 'USD' and from_units_per_usd is null then price_currency
                 else $currency end as fx_missing_currency
     from with_to

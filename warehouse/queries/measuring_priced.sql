@@ -40,16 +40,10 @@ fx_to as (
 final as (
     select compare_run_id, target, dispatch, probe_flow_run_id, span_source, started_at, finished_at,
            instance_seconds, price_currency, price_native,
-           case
-               when price_native is null then null
-               when price_currency = $currency then price_native
-               else price_native
-                    / (case when price_currency = 'USD' then 1.0 else from_units_per_usd end)
-                    * (case when $currency = 'USD' then 1.0 else to_units_per_usd end)
-           end as price_per_hour,
-           price_native is not null and price_currency <> $currency
-               and ((price_currency <> 'USD' and from_units_per_usd is null)
-                    or ($currency <> 'USD' and to_units_per_usd is null)) as fx_missing
+           price_in_currency(price_native, price_currency, $currency, from_units_per_usd, to_units_per_usd)
+               as price_per_hour,  -- migration 090: the one conversion
+           price_fx_missing(price_native, price_currency, $currency, from_units_per_usd, to_units_per_usd)
+               as fx_missing
     from fx_to
     order by started_at, target
 )
