@@ -66,6 +66,11 @@ class FinetuneOptions:
         if self.peak_tflops is not None and not self.peak_tflops > 0:
             raise ValueError(f"finetune option peak_tflops = {self.peak_tflops!r}: expected > 0")
 
+    @property
+    def pinned(self) -> bool:
+        """Both --micro-batch and --checkpointing given: the run is exactly that configuration."""
+        return self.micro_batch is not None and self.activation_checkpointing is not None
+
     @classmethod
     def from_dict(cls, d: dict | None) -> "FinetuneOptions":
         d = dict(d or {})

@@ -76,7 +76,8 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
     up the fastest, timed phase. Returns the measured fields. Peak memory is the chosen
     configuration's, counted after the search (a QLoRA build holds the bf16 weights briefly)."""
     cuda = device.type == "cuda"
-    pinned_ = opts.micro_batch is not None or opts.activation_checkpointing is not None
+    # growing adds plain candidates at larger micro-batches: only where neither half is pinned
+    may_grow = cuda and opts.search and opts.micro_batch is None and opts.activation_checkpointing is None
     model, cfg, meta = fpresets.build_preset(p.name, device, precision=precision,
                                              activation_checkpointing=cands[0].checkpointing,
                                              model_path=opts.model, seed=opts.seed, preset=p,
@@ -105,9 +106,8 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
                                                             compiled=compile_),
             device=device, seq_len=p.seq_len, compile_=compile_, trial_s=opts.trial_s,
             rounds=opts.trial_rounds, deadline=deadline, log=lambda m: _log(f"{p.name}: {m}"),
-            capacity_bytes=memory_budget(device, opts)[1] if cuda and opts.search and not pinned_ else None,
-            max_micro_batch=p.micro_batch_max,
-            pinned=opts.micro_batch is not None and opts.activation_checkpointing is not None)
+            capacity_bytes=memory_budget(device, opts)[1] if may_grow else None,
+            max_micro_batch=p.micro_batch_max, pinned=opts.pinned)
         for mb in [m for m in loaders if m != found.winner.cand.micro_batch]:
             del loaders[mb]  # the losers' DataLoader workers go now
         mb = found.winner.cand.micro_batch
@@ -229,7 +229,7 @@ def run_preset(name: str, *, device: str, sampler, deadline: float, opts: Finetu
         raise fdata.DataError(f"tokenizer has {len(tok)} tokens but preset {name} has vocab {p.vocab}")
     blocks = fdata.pack(records, tok, p.seq_len, min_blocks=p.micro_batch_max)
     mlm = (mask_token_id(tok, p.vocab), len(tok)) if p.objective == "mlm" else None
-    pinned = opts.micro_batch is not None and opts.activation_checkpointing is not None
+    pinned = opts.pinned
     cands = candidates(p, precision, dev, opts, compiled=compile_)
     if not cands:
         why = f"does not fit: estimated memory at micro-batch 1 exceeds the card ({note})"

@@ -48,6 +48,7 @@ class Trial:
 
     cand: Candidate
     compile: bool
+    seq_len: int = 1  # tokens per row: tokens/s = micro-batch x seq_len / median step time
     outcome: str = ""  # "chosen" | "slower" | "dropped"
     reason: str | None = None
     first_s: float | None = None  # its first step (compilation included where the preset compiles)
@@ -59,8 +60,6 @@ class Trial:
         if not self.step_times:
             return None
         return self.cand.micro_batch * self.seq_len / statistics.median(self.step_times)
-
-    seq_len: int = 1
 
     def record(self) -> dict:
         """The bundle's ConfigTried."""
@@ -76,7 +75,6 @@ class Found:
     winner: Trial
     trials: list[Trial]
     losses: list[torch.Tensor]  # every step the search ran (they count as warm-up)
-    steps: int
     search_s: float
 
 
@@ -201,7 +199,7 @@ def search(cands: list[Candidate], *, step: Callable, batch_for: Callable[[int],
     set_checkpointing(winner.cand.checkpointing)
     peak_reset()
     log(f"chose {winner.cand.label()}: {winner.reason}")
-    return Found(winner, trials, losses, len(losses), time.perf_counter() - t_start)
+    return Found(winner, trials, losses, time.perf_counter() - t_start)
 
 
 def _grow(t: Trial, capacity: float | None, max_mb: int | None, trials: list[Trial], device) -> Trial | None:
