@@ -124,6 +124,39 @@ def held_out(cal: cal_.Calibration) -> dict:
             "inside": sum(bool(r["inside"]) for r in rows), "scored": len(errs)}
 
 
+def _held_out(ws: list[cal_.Workload], group, eff_for, what: str) -> tuple[list[dict], list[str], list[str]]:
+    """Each group of workloads (`group(w)`: its target or its GPU) predicted from the other groups' runs, with
+    `eff_for(group, its workloads)` the efficiencies without its runs. (rows, groups that could not be
+    calibrated, presets with no estimate). A preset the others never ran keeps its own FLOPs and memory, at the
+    others' median kappa."""
+    rows, uncalibrated, no_estimate = [], [], []
+    names = sorted({group(w) for w in ws})
+    for g in names:
+        mine = [w for w in ws if group(w) == g]
+        cal = cal_.calibrate([w for w in ws if group(w) != g], eff_for(g, mine))
+        if cal is None:
+            uncalibrated.append(f"{g}: the other {what} have no GEMM and memory-copy figures to calibrate on")
+            continue
+        for w in mine:
+            p = est.predict(cal.reference.get(w.preset, w), cal_.match_gpu(w.gpu_name), 1, cal, w.gpu_name)
+            if p.tokens_per_s is None:
+                no_estimate.append(f"{g} {w.preset}: {p.reason}")
+                continue
+            rows.append({"target": w.target, "preset": w.preset, "gpu": w.gpu_name,
+                         "from": [n for n in names if n != g], "predicted_tokens_per_s": p.tokens_per_s,
+                         "lo": p.lo, "hi": p.hi, "measured_tokens_per_s": w.tokens_per_s,
+                         "error": p.tokens_per_s / w.tokens_per_s - 1.0,
+                         "inside": sum(p.lo <= s <= p.hi for s in w.samples), "runs": len(w.samples),
+                         "configuration": (p.micro_batch, p.checkpointing),
+                         "measured_configuration": (w.micro_batch, w.checkpointing)})
+    return rows, uncalibrated, no_estimate
+
+
+def _median_abs(rows: list[dict]) -> float | None:
+    errs = [abs(r["error"]) for r in rows]
+    return statistics.median(errs) if errs else None
+
+
 def leave_one_target_out(ws: list[cal_.Workload], eff_without) -> dict:
     """Each measured target predicted from the other targets' runs (`eff_without(target)`: the efficiencies
     without its runs). Targets on another GPU test the transfer; on the same GPU, the run-to-run spread."""
@@ -131,22 +164,8 @@ def leave_one_target_out(ws: list[cal_.Workload], eff_without) -> dict:
     if len(targets) < 2:
         return {"rows": [], "median_abs_error": None,
                 "note": f"{len(targets)} measured target(s): predicting one from the rest needs a second"}
-    rows, skipped = [], []
-    for t in targets:
-        cal = cal_.calibrate([w for w in ws if w.target != t], eff_without(t))
-        if cal is None:
-            skipped.append(f"{t}: the other targets have no GEMM and memory-copy figures to calibrate on")
-            continue
-        for w in (w for w in ws if w.target == t):
-            # a preset the others never ran keeps its own FLOPs and memory, at the others' median kappa
-            p = est.predict(cal.reference.get(w.preset, w), cal_.match_gpu(w.gpu_name), 1, cal, w.gpu_name)
-            if p.tokens_per_s is None:
-                continue
-            rows.append({"target": t, "preset": w.preset, "gpu": w.gpu_name, "predicted_tokens_per_s": p.tokens_per_s,
-                         "measured_tokens_per_s": w.tokens_per_s, "error": p.tokens_per_s / w.tokens_per_s - 1.0,
-                         "inside": sum(p.lo <= s <= p.hi for s in w.samples), "runs": len(w.samples)})
-    errs = [abs(r["error"]) for r in rows]
-    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None, "note": "; ".join(skipped)}
+    rows, uncalibrated, _ = _held_out(ws, lambda w: w.target, lambda t, _mine: eff_without(t), "targets")
+    return {"rows": rows, "median_abs_error": _median_abs(rows), "note": "; ".join(uncalibrated)}
 
 
 def leave_one_gpu_out(ws: list[cal_.Workload], eff_without) -> dict:
@@ -157,33 +176,16 @@ def leave_one_gpu_out(ws: list[cal_.Workload], eff_without) -> dict:
     if len(gpus) < 2:
         return {"rows": [], "median_abs_error": None, "all_inside": None,
                 "note": f"{len(gpus)} measured GPU type(s): predicting one from the rest needs a second"}
-    rows, skipped = [], []
-    for g in gpus:
-        mine = [w for w in ws if w.gpu_name == g]
-        cal = cal_.calibrate([w for w in ws if w.gpu_name != g], eff_without(frozenset(w.target for w in mine)))
-        if cal is None:
-            skipped.append(f"{g}: the other GPU types have no GEMM and memory-copy figures to calibrate on")
-            continue
-        for w in mine:
-            p = est.predict(cal.reference.get(w.preset, w), cal_.match_gpu(w.gpu_name), 1, cal, w.gpu_name)
-            if p.tokens_per_s is None:
-                skipped.append(f"{g} {w.preset}: {p.reason}")
-                continue
-            inside = sum(p.lo <= s <= p.hi for s in w.samples)
-            rows.append({"gpu": g, "target": w.target, "preset": w.preset, "from": sorted({x.gpu_name for x in ws} - {g}),
-                         "predicted_tokens_per_s": p.tokens_per_s, "lo": p.lo, "hi": p.hi,
-                         "measured_tokens_per_s": w.tokens_per_s, "error": p.tokens_per_s / w.tokens_per_s - 1.0,
-                         "inside": inside, "runs": len(w.samples), "configuration": (p.micro_batch, p.checkpointing),
-                         "measured_configuration": (w.micro_batch, w.checkpointing)})
-    errs = [abs(r["error"]) for r in rows]
-    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None,
-            "all_inside": all(r["inside"] == r["runs"] for r in rows) if rows else None, "note": "; ".join(skipped)}
+    rows, uncalibrated, no_estimate = _held_out(
+        ws, lambda w: w.gpu_name, lambda _g, mine: eff_without(frozenset(w.target for w in mine)), "GPU types")
+    return {"rows": rows, "median_abs_error": _median_abs(rows),
+            "all_inside": all(r["inside"] == r["runs"] for r in rows) if rows else None,
+            "note": "; ".join(uncalibrated + no_estimate)}
 
 
 def leave_one_out(cal: cal_.Calibration) -> dict:
     """The calibration's leave-one-out rows with the median absolute error and the share of runs inside."""
     rows = cal.loo
-    errs = [abs(r["error"]) for r in rows]
     runs, inside = sum(r["runs"] for r in rows), sum(r["inside"] for r in rows)
-    return {"rows": rows, "median_abs_error": statistics.median(errs) if errs else None,
+    return {"rows": rows, "median_abs_error": _median_abs(rows),
             "runs": runs, "inside": inside, "share_inside": inside / runs if runs else None}
