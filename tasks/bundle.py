@@ -280,17 +280,22 @@ class Bundle(_Strict):
 
 
 def _depth(obj: Any, limit: int) -> int:
-    """Nesting depth of parsed JSON, iteratively (no recursion on hostile input)."""
-    stack, deepest = [(obj, 1)], 0
+    """Nesting depth of parsed JSON (a scalar inside a container counts one level), iteratively (no
+    recursion on hostile input). Only containers go on the stack: a bundle is mostly long lists of
+    numbers (telemetry), which are looked at once each and never pushed."""
+    if not isinstance(obj, (dict, list)):
+        return 1
+    stack, deepest = [(obj, 1)], 1
     while stack:
         node, d = stack.pop()
         if d > limit:
             return d
+        for v in node.values() if isinstance(node, dict) else node:
+            if isinstance(v, (dict, list)):
+                stack.append((v, d + 1))
+            elif d + 1 > deepest:
+                deepest = d + 1
         deepest = max(deepest, d)
-        if isinstance(node, dict):
-            stack.extend((v, d + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, d + 1) for v in node)
     return deepest
 
 
