@@ -10,7 +10,7 @@
 #   run(command="bash docs/measurements/device-probe.sh a", kind="nvidia-h200", carry=[".whl"])
 set -o pipefail
 case "$1" in a|b) ;; *) echo "usage: $0 a|b (a: the standard profile; b: 8b-qlora, bert-large, 7b-full)" >&2; exit 2;; esac
-: "${OUT:?OUT is unset: run this through the device tool, which sets it}"
+[ -n "$OUT" ] || { echo "OUT is unset: run this through the device tool, which sets it" >&2; exit 2; }
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site
