@@ -144,7 +144,7 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random, even
         position = 1.0 - k / n  # 0 = the oldest synthetic run
         # the telemetry (most of a bundle) is never changed here: shared, not copied (a deep copy of it
         # per synthetic run was most of the demo's synthesis time)
-        doc = {k: v if k == "telemetry" else copy.deepcopy(v) for k, v in sample.items()}
+        doc = {key: value if key == "telemetry" else copy.deepcopy(value) for key, value in sample.items()}
         doc.pop("bundle_id", None)
         shift = timedelta(days=7 * k / cfg.runs_per_week, hours=rng.uniform(-6, 6))
         for key in ("started_at", "finished_at"):
