@@ -136,7 +136,7 @@ def dispatch_target(t: Target, profile: str, results: str, skip: list[str], work
 
 def land(warehouse: str, o: Outcome, compare_run_id: str) -> Outcome:
     """Land one target's bundles, Prefect attempts and dispatches row, holding warehouse-write."""
-    from tasks.cost.estimate_track import score as score_estimates
+    from tasks.estimate.estimate_track import score as score_estimates
     from tasks.landing.land import land_paths, record_prefect_attempts
 
     log = get_run_logger()

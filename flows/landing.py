@@ -30,7 +30,7 @@ def land_into(warehouse: str, paths: list[str], *, source: str = "cli", batch_si
         with writer(warehouse, timeout_s, progress) as con:
             got = commit(con, prepared, source=source)
             if got.landed:  # an estimate is scored when its measurement lands (issue 37.6)
-                from tasks.cost.estimate_track import score
+                from tasks.estimate.estimate_track import score
 
                 scored = score(con)
                 if scored and progress:

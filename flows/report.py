@@ -23,7 +23,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from runtime import settings
-from tasks.cost.candidates import catalog_entries
+from tasks.estimate.candidates import catalog_entries
 from tasks.cost.rules import today as rules_today
 from reports.data import ReportConfig, ReportData, load
 from reports.site import publish
@@ -52,7 +52,7 @@ def snapshot(warehouse: str) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def load_report(warehouse: str, config: ReportConfig | None = None) -> ReportData:
     """Everything the report shows, from one snapshot of the warehouse (closed before rendering)."""
-    from reports import pages_candidates
+    from reports.pages import candidates as pages_candidates
 
     cfg = config or ReportConfig()
     with snapshot(str(warehouse)) as con:

@@ -85,7 +85,7 @@ def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
     return alt.Tooltip(field, title=title, **({"format": fmt} if fmt else {}))
 
 
-# one d3 format per kind of figure, as reports.html shows it: 4 significant figures, thousands grouped,
+# one d3 format per kind of figure, as reports.pages.html shows it: 4 significant figures, thousands grouped,
 # signed percentages with one decimal, log points with one decimal
 NUM, THOUSANDS, PCT, SHARE, POINTS = ",.4~r", ",.0f", "+.1%", ".1%", "+.1f"
 TARGET_TIP = alt.Tooltip("target:N", title="target")

@@ -8,7 +8,7 @@ For every offered (currency, billing) the inputs come from tasks.cost.table.cost
 `costgap targets` calls, over the same window: per (target, preset) the blended price P, the median
 tokens/s X and the failed/counted fine-tune attempts k/n. The page computes p = k/n, R = 1 + f p/(1 - p),
 C = P/(3600 X) 1e6 R, the cost of N tokens C (N/1e6) and the hours N/(3600 X) R in that order, so
-its doubles are the CLI's bit for bit; both round once, with reports.html.sig (picker.js mirrors it).
+its doubles are the CLI's bit for bit; both round once, with reports.pages.html.sig (picker.js mirrors it).
 """
 
 from __future__ import annotations

@@ -32,9 +32,9 @@ import fsspec
 import vl_convert as vlc
 
 from reports.data import ReportData
-from reports.page import ASSET_JS, SCRIPTS, TABLES_JS, render
-from reports.pages import all_pages
-from reports.pages_candidates import candidates_page
+from reports.pages.page import ASSET_JS, SCRIPTS, TABLES_JS, render
+from reports.pages.overview import all_pages
+from reports.pages.candidates import candidates_page
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def render_site(data: ReportData, out: Path, *, images: bool = True) -> dict:
     (out / ASSET_JS).write_text(js, encoding="utf-8")
     script_bytes = {}
     for src, name in SCRIPTS.items():
-        text = resources.files("reports").joinpath(name).read_text(encoding="utf-8")
+        text = resources.files("reports.pages").joinpath(name).read_text(encoding="utf-8")
         (out / src).write_text(text, encoding="utf-8")
         script_bytes[src] = len(text.encode("utf-8"))
     js_bytes, tables_bytes = len(js.encode("utf-8")), script_bytes[TABLES_JS]

@@ -12,7 +12,7 @@ What is measured and what is not:
 - prices are illustrative figures (not quotes) with one price cut, recorded as illustrative;
 - one target is estimated first (DemoConfig.estimated_first, the H100): the estimator's estimates for it
   are recorded from the other targets' runs before its own bundles land, then its real samples land
-  alone and score those estimates (tasks.cost.estimate_track), then its synthetic history lands. The
+  alone and score those estimates (tasks.estimate.estimate_track), then its synthetic history lands. The
   Candidates page draws that track record: estimates against a real measurement.
 The report prints every provenance label on every page.
 """
@@ -247,9 +247,9 @@ def _estimate_first(con: duckdb.DuckDBPyConnection, target: str, docs: list[dict
     """Record the estimator's estimates for `target` (not landed yet) from the runs already in the warehouse,
     as `costgap estimate --record` would: the target joins the catalog as an extra row with its samples' GPU,
     priced by the demo's illustrative price book. Returns the estimates recorded."""
-    from tasks.cost import calibrate as cal_
-    from tasks.cost.candidates import candidates
-    from tasks.cost.estimate_track import record
+    from tasks.estimate import calibrate as cal_
+    from tasks.estimate.candidates import candidates
+    from tasks.estimate.estimate_track import record
     from tasks.cost.table import options
 
     env = max(docs, key=lambda d: d["started_at"])["environment"]
@@ -275,7 +275,7 @@ def build_demo(con: duckdb.DuckDBPyConnection, samples: Path | None = None, cfg:
     """Land samples + labelled synthetic history + illustrative prices through an open writer connection.
     The target cfg.estimated_first (when it has samples) is estimated before its bundles land, then its real
     samples land alone and score those estimates, then its synthetic history lands (module docstring)."""
-    from tasks.cost.estimate_track import score
+    from tasks.estimate.estimate_track import score
     from tasks.landing.land import land_paths
 
     say = progress or (lambda _line: None)

@@ -113,8 +113,8 @@ def test_the_site_lists_what_the_alerts_tell(con):
     from html import unescape
 
     from reports.data import load
-    from reports.page import render
-    from reports.pages import overview
+    from reports.pages.page import render
+    from reports.pages.overview import overview
 
     add_price(con, "cloud", "r1", "type-a", 1.5, effective_from=T0 + timedelta(days=1), seen=NOW)
     alerts, _ = pending(con, AlertConfig(), NOW, LINK)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from flows.report import build_site
-from reports.html import p_text, pct, sig
+from reports.pages.html import p_text, pct, sig
 from tests.report_options import add_options
 from tests.report_world import make_world
 
@@ -268,7 +268,7 @@ def _combos(spec: dict) -> list[tuple[str, str, str]]:
 
 def _check_view(view: dict, cli_rows: list[dict], derived: list[dict], preset: str, tokens: float) -> None:
     """The picker's rows, each equal to the CLI's figures for the same flags: the same doubles, rounded once
-    the same way (reports.html.sig)."""
+    the same way (reports.pages.html.sig)."""
     mine = [r for r in cli_rows if r["preset"] == preset]
     train = {r["target"]: r for r in derived if r["preset"] == preset}
     assert [row[0][0] for row in view["rows"]] == [r["target"] for r in mine]

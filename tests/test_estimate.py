@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tasks.cost import calibrate as cal_
-from tasks.cost import estimate as est
-from tasks.cost import estimate_track as track
-from tasks.cost.candidates import candidates
+from tasks.estimate import calibrate as cal_
+from tasks.estimate import estimate as est
+from tasks.estimate import estimate_track as track
+from tasks.estimate.candidates import candidates
 from tasks.cost.table import cost_table, gap_history, options
 from tests.bench.bench_estimate import calibration
 

@@ -97,7 +97,7 @@ def test_the_cli_refuses_a_bad_pin_with_exit_2(capsys):
 def test_search_results_land_and_old_bundles_show_configuration_not_searched(tmp_path):
     """The warehouse keeps every candidate; the target page shows them, and a bundle from before the search
     lands as before and reads "configuration not searched"."""
-    from reports.pages_target import config_rows
+    from reports.pages.target import config_rows
     from tasks.landing.land import land_paths
     from warehouse import sql
     from warehouse.db import connect

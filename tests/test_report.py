@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tasks.errors import UserError
-from reports.html import esc, script_json, table
+from reports.pages.html import esc, script_json, table
 from flows.report import build_site
 from reports.site import PAGE_BUDGET_BYTES
 from tests.report_world import make_world
@@ -242,14 +242,14 @@ def test_a_constant_series_gets_a_padded_axis(values):
 @pytest.mark.parametrize("lo, hi, verdict", [(0.054, 0.472, "clear"), (-0.02, 0.3, "within noise"),
                                              (-0.3, -0.01, "clear")])
 def test_verdict_is_clear_only_when_the_interval_excludes_zero(lo, hi, verdict):
-    from reports.pages_answer import verdict as decide
+    from reports.pages.answer import verdict as decide
 
     assert decide({"runner_up": "b", "gap_lo": lo, "gap_hi": hi}) == verdict
     assert decide({"runner_up": None}) == "only target measured"
 
 
 def test_one_format_for_intervals_and_p():
-    from reports.html import interval_text, p_text
+    from reports.pages.html import interval_text, p_text
 
     assert interval_text(0.0150, 0.01782) == "90% 0.01500 to 0.01782"
     assert interval_text(0.054, 0.472, as_pct=True) == "90% +5.4% to +47.2%"

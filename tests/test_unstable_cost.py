@@ -132,7 +132,7 @@ def test_gap_and_tiers_carry_the_flag(world):
 
 def test_the_site_shows_the_unstable_cost_flagged_and_the_failed_rows_with_why(world):
     from reports.data import load
-    from reports.pages import overview
+    from reports.pages.overview import overview
     from warehouse.db import connect
 
     con = connect(world, read_only=True)

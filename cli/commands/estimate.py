@@ -7,7 +7,7 @@
 Every row is labelled: "measured" (the cost model's figure from real runs: the estimate is not shown),
 "estimate" (tokens/s and cost with a 90% interval and its assumptions), "does not fit" or "no
 estimate" (with the reason). The catalog is the warehouse's targets, the targets file and any
-SkyPilot catalog files given. tasks/cost/candidates.py computes every figure.
+SkyPilot catalog files given. tasks/estimate/candidates.py computes every figure.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckd
 
 
 def _extra(targets_file: Optional[str], catalogs: List[str]) -> list[dict]:
-    from tasks.cost.candidates import catalog_entries
+    from tasks.estimate.candidates import catalog_entries
 
     path = targets_path(targets_file)
     return catalog_entries(path if (targets_file or path.exists()) else None, catalogs)
@@ -65,8 +65,8 @@ def estimate_cmd(
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
     """Candidates ranked by estimated cost per 1M tokens, each with its interval and assumptions."""
-    from tasks.cost import calibrate as cal_
-    from tasks.cost.candidates import candidates
+    from tasks.estimate import calibrate as cal_
+    from tasks.estimate.candidates import candidates
     from tasks.cost.rules import today
     from tasks.cost.table import cost_table, options
     from tasks.errors import UserError
@@ -91,7 +91,7 @@ def estimate_cmd(
             out[p] = rows[:top] if top else rows
     if record:
         from runtime.write_slot import writer
-        from tasks.cost.estimate_track import record as keep, score
+        from tasks.estimate.estimate_track import record as keep, score
 
         with writer(warehouse_path(warehouse), progress=say) as con:
             n = sum(keep(con, rows, now) for rows in out.values())

@@ -28,7 +28,7 @@ from tasks.alerts.moves import Facts, decide
 from tasks.alerts.policy import Alert, due, events
 from tasks.cost import rules
 from tasks.cost.changepoint import detect
-from tasks.cost.evidence import env_shift
+from tasks.estimate.evidence import env_shift
 from tasks.cost.grid import compare_span
 from tasks.cost.inputs import Span, latest_run, window_inputs
 from tasks.cost.table import costs

@@ -32,7 +32,7 @@ from typing import Callable
 from tasks.alerts.config import (CHEAPEST_CHANGED, FAILURE_RATE_SHIFTED, GAP_SHIFTED, THROUGHPUT_SHIFTED, AlertConfig,
                                  Change)
 from tasks.cost.changepoint import window_shift
-from tasks.cost.evidence import MIN_TERM_MOVE, TERMS, evidence, evidence_text, main_term, moved, pct, sig, span_text
+from tasks.estimate.evidence import MIN_TERM_MOVE, TERMS, evidence, evidence_text, main_term, moved, pct, sig, span_text
 from tasks.cost.model import Figure, gap_figure
 from tasks.cost.table import cheapest_first
 
@@ -46,7 +46,7 @@ class Facts:
     """What the decisions read beside the costs: price periods, environment shifts, change-point steps."""
 
     price_periods: list[dict]  # [{target, at, old, new, currency}] (tasks.alerts.evaluate)
-    env: Env  # (target, preset, window1, window2) -> tasks.cost.evidence.env_shift
+    env: Env  # (target, preset, window1, window2) -> tasks.estimate.evidence.env_shift
     steps: list[dict]  # tasks.cost.changepoint.detect findings over the span
     samples: dict  # {(period, target, preset): each run's tokens/s}
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from tasks.cost import calibrate as cal_
-from tasks.cost import estimate as est
-from tasks.cost import estimate_track as track
+from tasks.estimate import calibrate as cal_
+from tasks.estimate import estimate as est
+from tasks.estimate import estimate_track as track
 from tasks.demo import sample_dir
 
 SEED = (("alibaba ecs.gn7i-c8g1.2xlarge", "A10"), ("tencent GN10Xp.2XLARGE40", "V100"))

@@ -3,7 +3,7 @@
 -- issue 37.5), whatever those runs' own start times (issue 37.6: an estimate is scored by what the
 -- estimator could have seen). A landing batch stamps all its runs with one landed_at. measured_at: the
 -- newest start among that landing's runs, the end of the cost window the measurement is read over
--- (tasks/cost/estimate_track.py score()).
+-- (tasks/estimate/estimate_track.py score()).
 with pending as (
     select estimate_id, target, preset, estimated_at, tokens_per_s, tokens_per_s_lo, tokens_per_s_hi
     from estimates

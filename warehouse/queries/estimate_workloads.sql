@@ -1,6 +1,6 @@
 -- estimate_workloads: what each preset is, from its measured (not synthetic) successful fine-tunes, per
 -- (GPU, target): MFU and tokens/s of the newest run (FLOPs per token = MFU x peak / tokens/s), parameter counts, micro-batch, the peak memory the allocator held, and the
--- median tokens/s (tasks/cost/calibrate.py calibrates the estimator on these). Inputs only.
+-- median tokens/s (tasks/estimate/calibrate.py calibrates the estimator on these). Inputs only.
 with measured as (
     select f.*, r.target, r.started_at, e.gpu_name, coalesce(e.gpu_count, 1) as env_gpus
     from finetunes f

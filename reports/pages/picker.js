@@ -2,7 +2,7 @@
 // count: cost per 1M tokens, total cost and hours per target, from the cost model's exported inputs
 // (reports/reader.py) with tasks/cost/model.py's formulas in the same order, so every double equals
 // `costgap targets --currency C --billing B --f F --json` (and `costgap tiers ... --tokens N`).
-// Rounding mirrors reports.html.sig / pct exactly (half-even on the exact binary value). The view
+// Rounding mirrors reports.pages.html.sig / pct exactly (half-even on the exact binary value). The view
 // lives in the URL's hash, so a link restores it. Local and dependency-free; values reach the page as
 // text only (textContent), never as markup.
 (function () {
@@ -16,7 +16,7 @@
               tokens: $("pk-tokens") };
   var SUFFIX = { k: 1e3, m: 1e6, b: 1e9, g: 1e9, t: 1e12 };
 
-  // ---- rounding, once, as reports/html.py does it -------------------------------------------------
+  // ---- rounding, once, as reports/pages/html.py does it -------------------------------------------------
   function roundFixed(a, d) {  // a >= 0: exact half-even rounding to d decimals -> {int, frac}
     var s = a.toFixed(100), dot = s.indexOf(".");
     var intPart = s.slice(0, dot), frac = s.slice(dot + 1);
@@ -33,7 +33,7 @@
     return { int: whole, frac: digits.slice(intLen).join("") };
   }
   function group(intPart) { return intPart.replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
-  function sig(v, digits) {  // reports.html.sig
+  function sig(v, digits) {  // reports.pages.html.sig
     digits = digits || 4;
     if (v === 0) { return "0"; }
     var a = Math.abs(v), sign = v < 0 ? "-" : "", mag = Math.floor(Math.log10(a));
@@ -45,11 +45,11 @@
     }
     return sign + group(r.int) + (d ? "." + r.frac : "");
   }
-  function pct(v) {  // reports.html.pct: f"{v * 100:+.1f}%"
+  function pct(v) {  // reports.pages.html.pct: f"{v * 100:+.1f}%"
     var x = v * 100, r = roundFixed(Math.abs(x), 1);
     return (x < 0 || Object.is(x, -0) ? "-" : "+") + r.int + "." + r.frac + "%";
   }
-  function share(k, n) {  // reports.html.p_text: "8.3% (1/12)"
+  function share(k, n) {  // reports.pages.html.p_text: "8.3% (1/12)"
     if (!n) { return "none recorded"; }
     var r = roundFixed(k / n * 100, 1);
     return r.int + "." + r.frac + "% (" + k + "/" + n + ")";

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Section
-from reports.html import esc
-from reports.html import Raw
-from reports.page import Page, _section, _target_link, interval_cell, pct_cell
+from reports.pages.html import esc
+from reports.pages.html import Raw
+from reports.pages.page import Page, _section, _target_link, interval_cell, pct_cell
 from tasks.cost.grid import STEP_DAYS, stride
 
 GAP_CSV = ("period_start", "period_end", "preset", "target", "baseline", "currency", "cost_per_mtok",

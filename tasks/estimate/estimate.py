@@ -3,7 +3,7 @@
     costgap estimate --preset 1b --json
     costgap estimate --preset 8b-lora --gpu A10 --top 5
 
-`predict` is pure: a measured preset (tasks.cost.calibrate.Workload), a GPU's datasheet row and a
+`predict` is pure: a measured preset (tasks.estimate.calibrate.Workload), a GPU's datasheet row and a
 count give tokens/s with a 90% interval and one line per assumption, or "does not fit" / "no
 estimate" with the reason, never a made-up number. It knows precision (no bf16: fp16 at its own
 peak, fp32 master weights), memory fit (every configuration the memory model says fits the card, as
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tasks.cost import calibrate as cal_
+from tasks.estimate import calibrate as cal_
 from tasks.cost.derived import TierConfig
 from tasks.cost.model import effective_cost, failure_rate, rerun_factor
 

@@ -1,8 +1,8 @@
 """Page building blocks shared by every report page: the Page, its HTML shell, and common tables.
 
-    python -c "from reports.page import slug; print(slug('<script>alert(1)</script>'))"
+    python -c "from reports.pages.page import slug; print(slug('<script>alert(1)</script>'))"
 
-Every value is escaped (reports.html). Charts are Vega-Lite dicts placed in one JSON block per page
+Every value is escaped (reports.pages.html). Charts are Vega-Lite dicts placed in one JSON block per page
 and drawn by the shared local assets/vega.js; each links its data (CSV), PNG and SVG. Tables are
 sortable and filterable (assets/tables.js) and link their data as CSV. A page's `data` maps each
 CSV name to its rows; reports.site writes them under data/ (names are unique across the site).
@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, empty, esc, link, pct, script_json, sig, table
+from reports.pages.html import Raw, badge, empty, esc, link, pct, script_json, sig, table
 from reports.theme import CSS
 
 NAV = [("index.html", "Overview"), ("over-time.html", "Gap over time"), ("why.html", "Why it moved"),

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.cost import calibrate as cal_
-from tasks.cost import estimate as est
+from tasks.estimate import calibrate as cal_
+from tasks.estimate import estimate as est
 
 PUBLISHED = Path(__file__).with_name("published_figures.json")
 

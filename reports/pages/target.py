@@ -2,15 +2,15 @@
 preset was measured at (and every candidate tried), what changed in its environment, the change
 points found and its newest runs.
 
-    python -c "import duckdb; from reports.data import load; from reports.pages_target import target_pages; print([p.filename for p in target_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
+    python -c "import duckdb; from reports.data import load; from reports.pages.target import target_pages; print([p.filename for p in target_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
 """
 
 from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, esc
-from reports.page import Page, _section, changes_table, slug
+from reports.pages.html import Raw, badge, esc
+from reports.pages.page import Page, _section, changes_table, slug
 
 # (column, label) of the environment fields a change is shown for, in reading order
 ENV_FIELDS = (("gpu_name", "GPU"), ("gpu_count", "GPUs"), ("driver", "driver"), ("cuda_runtime", "CUDA"),

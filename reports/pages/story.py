@@ -1,12 +1,12 @@
 """The report's sentences: what a person choosing an instance type should read first, generated from
 the cost model's figures (never computed here: reports.data hands them over).
 
-    python -c "from reports.story import describe_gap; print(describe_gap(0.105), describe_gap(-0.039))"
+    python -c "from reports.pages.story import describe_gap; print(describe_gap(0.105), describe_gap(-0.039))"
 
 - `headline`: per preset, the cheapest target now and the runner-up's gap with its 90% interval;
 - `why_sentence`: how a target's gap against the baseline moved between two windows of the chart's
   grid, which of the three exact terms moved it most, and for each term that moved by more than one
-  log point only what changed (tasks.cost.evidence: a price period, tokens/s and an environment change,
+  log point only what changed (tasks.estimate.evidence: a price period, tokens/s and an environment change,
   the fine-tune failures k/n).
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from reports.html import esc, pct, sig
-from tasks.cost.evidence import evidence, evidence_text, main_term
+from reports.pages.html import esc, pct, sig
+from tasks.estimate.evidence import evidence, evidence_text, main_term
 
 Rows = list[dict[str, Any]]
 TERM_WORDS = {"price": "price", "throughput": "throughput", "reliability": "reliability (reruns)"}
@@ -53,7 +53,7 @@ def _in(t: datetime, window: tuple[datetime, datetime]) -> bool:
 
 
 def why_evidence(item: dict, windows: tuple, price_changes: Rows, env_changes: Rows) -> list[dict]:
-    """tasks.cost.evidence for one "why it moved" item: only the terms that moved by more than one log point,
+    """tasks.estimate.evidence for one "why it moved" item: only the terms that moved by more than one log point,
     and of each only what changed (a price period, tokens/s, an environment change, failures k/n)."""
     (w1, w2) = windows
     span = (w1[0], w2[1])

@@ -1,6 +1,6 @@
 """The report's detail pages: Hardware efficiency, Reliability and Data quality (targets: pages_target.py).
 
-    python -c "import duckdb; from reports.data import load; from reports.pages_detail import reliability; print(reliability(load(duckdb.connect('costgap.duckdb', read_only=True))).title)"
+    python -c "import duckdb; from reports.data import load; from reports.pages.detail import reliability; print(reliability(load(duckdb.connect('costgap.duckdb', read_only=True))).title)"
 
 Reliability shows the p that enters R: the fine-tune failed-attempt rate k/n with its 90% interval,
 per week and per target, and what reruns add to the cost per 1M tokens, C·(1 − 1/R). Rates, not
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Section
-from reports.html import Raw, badge, esc, p_text
-from reports.page import Page, _section, _target_link
+from reports.pages.html import Raw, badge, esc, p_text
+from reports.pages.page import Page, _section, _target_link
 
 METRIC_NAMES = {  # probe metric ids -> what a person reads
     "bf16_burst_tflops": "bf16 GEMM, burst (TFLOP/s)", "bf16_sustained_tflops": "bf16 GEMM, sustained at best shape",

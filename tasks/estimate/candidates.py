@@ -17,8 +17,8 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.cost import calibrate as cal_
-from tasks.cost import estimate as est
+from tasks.estimate import calibrate as cal_
+from tasks.estimate import estimate as est
 from tasks.cost.model import CostOptions
 from tasks.errors import UserError
 from tasks.pricing.fx import FxError

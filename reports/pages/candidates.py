@@ -6,15 +6,15 @@ Per preset, every catalog type's cost per 1M tokens: measured ones filled, estim
 90% interval and the word "estimate" in every label and row. "Measure next": the estimated types whose
 interval reaches the cheapest measured cost, so measuring them could change the answer. The track record:
 leave-one-out predictions and the recorded estimates later measured, against the measurement. Its figures
-come from tasks.cost.candidates and tasks.cost.estimate_track; nothing here enters a measured table.
+come from tasks.estimate.candidates and tasks.estimate.estimate_track; nothing here enters a measured table.
 """
 
 from __future__ import annotations
 
 import altair as alt
 
-from reports.html import Raw, esc
-from reports.page import Page
+from reports.pages.html import Raw, esc
+from reports.pages.page import Page
 
 NAME = "candidates.html"
 RECORDED = "recorded estimate, later measured"  # the track record's own points (estimates kept before measuring)
@@ -22,9 +22,9 @@ RECORDED = "recorded estimate, later measured"  # the track record's own points 
 
 def load(con, today, currency: str = "USD", billing: str | None = "on_demand", extra: list[dict] | None = None) -> dict:
     """The page's data from one open connection (the report's snapshot)."""
-    from tasks.cost import calibrate as cal_
-    from tasks.cost import estimate_track as track
-    from tasks.cost.candidates import candidates, measure_next
+    from tasks.estimate import calibrate as cal_
+    from tasks.estimate import estimate_track as track
+    from tasks.estimate.candidates import candidates, measure_next
     from tasks.cost.table import options
 
     ws = cal_.workloads(con)

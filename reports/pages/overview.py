@@ -1,6 +1,6 @@
-"""The report's summary pages: Overview and Why it moved (the gap over time is reports/pages_time.py).
+"""The report's summary pages: Overview and Why it moved (the gap over time is reports/pages/over_time.py).
 
-    python -c "import duckdb; from reports.data import load; from reports.pages import all_pages; print([p.filename for p in all_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
+    python -c "import duckdb; from reports.data import load; from reports.pages.overview import all_pages; print([p.filename for p in all_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
 
 Every figure comes from reports.data (the cost model's rows), shown to 3-4 significant figures with
 its unit; every table is sortable, filterable and downloadable as CSV (full precision).
@@ -8,15 +8,16 @@ its unit; every table is sortable, filterable and downloadable as CSV (full prec
 
 from __future__ import annotations
 
-from reports import charts, story
+from reports import charts
+from reports.pages import story
 from reports.data import ReportData, Rows, Section
-from reports.html import Raw, badge, empty, esc, fmt, interval_text, p_text, pct, sig
-from reports.page import (PICKER_JS, Page, _section, _target_link, changes_table, gpu_count, pct_cell,
+from reports.pages.html import Raw, badge, empty, esc, fmt, interval_text, p_text, pct, sig
+from reports.pages.page import (PICKER_JS, Page, _section, _target_link, changes_table, gpu_count, pct_cell,
                           unstable_badge)
-from reports.pages_answer import answer, glossary, picker, price_throughput
-from reports.pages_detail import hardware, quality, reliability
-from reports.pages_target import target_pages
-from reports.pages_time import over_time
+from reports.pages.answer import answer, glossary, picker, price_throughput
+from reports.pages.detail import hardware, quality, reliability
+from reports.pages.target import target_pages
+from reports.pages.over_time import over_time
 from tasks.cost.table import COLUMNS
 
 COST_CSV = COLUMNS + ["gap", "gap_lo", "gap_hi", "is_baseline", "p_lo", "p_hi"]

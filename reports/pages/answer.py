@@ -14,8 +14,8 @@ from __future__ import annotations
 from reports import charts
 from reports.data import ReportData, Rows
 from reports.glossary import PRESETS, TOKEN
-from reports.html import MISSING, Raw, badge, esc, interval_text, pct, script_json, sig
-from reports.page import Page, _target_link, unstable_badge
+from reports.pages.html import MISSING, Raw, badge, esc, interval_text, pct, script_json, sig
+from reports.pages.page import Page, _target_link, unstable_badge
 from reports.reader import input_rows
 
 ANSWER_CSV = ("preset", "cheapest", "cost_per_mtok", "cost_lo", "cost_hi", "cost_now_per_mtok", "cheapest_runs",

@@ -1,7 +1,7 @@
 """HTML building blocks. Every value that reaches a page goes through `esc` or `cell`: target names,
 GPU names and price sources are free text, so `<script>alert(1)</script>` must arrive as text.
 
-    python -c "from reports.html import esc, sig; print(esc('<script>alert(1)</script>'), sig(0.0152384))"
+    python -c "from reports.pages.html import esc, sig; print(esc('<script>alert(1)</script>'), sig(0.0152384))"
 
 Numbers are shown to SIG significant figures (3-4: enough to compare, not false precision); the
 full-precision value stays in the cell's data-v attribute (what the table sorts on) and in the
@@ -135,7 +135,7 @@ def table(
     table_id: str | None = None,
 ) -> str:
     """columns: (key, heading). Numeric columns are right-aligned. row_class(row) -> css class or ''.
-    With a table_id the table is sortable (click a heading) and filterable (reports/tables.js)."""
+    With a table_id the table is sortable (click a heading) and filterable (reports/pages/tables.js)."""
     nums = set(numeric)
     head = "".join(f'<th class="{"num" if k in nums else ""}" scope="col">{esc(h)}</th>' for k, h in columns)
     body = []
