@@ -138,7 +138,7 @@ class Measurement(_Strict):
     peak: float | None = Field(default=None, gt=0)
     peak_source: str | None = None
     repeats: int = Field(ge=1)
-    statistic: Literal["median", "max", "mean", "min", "p95", "trimmed_median", "median_top5", "single"]
+    statistic: Literal["median", "max", "mean", "min", "p95", "p99", "trimmed_median", "median_top5", "single"]
     spread: float | None = Field(default=None, ge=0)
     spread_kind: Literal["iqr", "stdev", "max_minus_min", "mad"] | None = None
     flags: list[str] = Field(default_factory=list)

@@ -20,7 +20,8 @@ from tasks.bundle import read_bundle
 from tests.probe_contract import contract
 
 ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = ROOT / "tests" / "fixtures" / "probe_quick_cpu_contract.json"  # written by the pre-move probe
+GOLDEN = ROOT / "tests" / "fixtures" / "probe_quick_cpu_contract.json"  # written by the pre-move probe;
+# issue 45 added its parts (numa, storage path, wait share, gpu_busy, sharing) and probe version 0.5.0
 FORBIDDEN = ("prefect", "duckdb", "polars", "pydantic", "pandas")
 WRAPPER = r"""
 import builtins, json, runpy, sys
@@ -75,13 +76,20 @@ def test_quick_bundle_validates_and_records_every_task(quick_run):
     assert b.environment.cpu_cores and b.environment.torch
     tasks = {a.task for a in b.attempts}
     for t in ("environment", "gemm:fp32", "gemm:mm2048", "gemm_sustained", "gemm_sustained:fixed",
-              "memory", "hostdev", "storage", "feed", "allreduce"):
+              "memory", "hostdev", "numa", "storage", "feed", "allreduce", "gpu_busy", "sharing:tiny"):
         assert t in tasks, t
     assert any(t.startswith("finetune") for t in tasks)
     metrics = {(m.benchmark, m.metric) for m in b.measurements}
     for bm in (("gemm", "fp32_tflops"), ("memory", "copy_gbps"), ("storage", "seq_read_gbps"),
-               ("feed", "next_latency_ms_p95")):
+               ("feed", "next_latency_ms_p95"), ("numa", "numa_nodes"), ("storage", "read4k_qd1_p99_ms"),
+               ("storage", "read4k_qd32_p50_ms"), ("storage", "io_uring"), ("feed", "wait_share")):
         assert bm in metrics, bm
+    share = next(a for a in b.attempts if a.task == "sharing:tiny")  # two tiny fine-tunes at once, on CPU
+    if share.state == "completed":
+        assert {"alone_tokens_per_s", "aggregate_tokens_per_s", "sharing_gain"} <= {
+            m.metric for m in b.measurements if m.benchmark == "sharing"}
+    else:  # a loaded box may time it out: said in the attempt, never a crash of the probe
+        assert share.state == "failed" and share.error_kind in ("timeout", "other"), share
     if b.environment.gpu_count == 0:
         assert next(a for a in b.attempts if a.task == "allreduce").state == "not_applicable"
         assert next(a for a in b.attempts if a.task == "hostdev").state == "not_applicable"
@@ -124,7 +132,7 @@ def test_bad_skip_names_the_field(tmp_path):
 def test_presets_flag_runs_the_new_presets_not_applicable_on_cpu(tmp_path):
     """`--presets 8b-qlora,bert-large` on this CPU box: a valid bundle, both not_applicable with
     their reasons; an unknown preset is a usage error before anything runs."""
-    hw = "gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce"
+    hw = "gemm,gemm_sustained,memory,hostdev,numa,storage,feed,allreduce,sharing"
     proc = subprocess.run([sys.executable, "-m", "tasks.probe", "--profile", "quick", "--skip", hw,
                            "--presets", "8b-qlora,bert-large", "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)

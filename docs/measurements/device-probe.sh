@@ -23,5 +23,5 @@ if [ "$1" = a ]; then
   python3 -m tasks.probe --profile standard --target "$T" --out "$OUT/a" 2>&1 | tee "$OUT/standard.log"
 else
   python3 -m tasks.probe --profile standard --target "$T" --presets 8b-qlora,bert-large,7b-full \
-    --skip gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce --out "$OUT/b" 2>&1 | tee "$OUT/more.log"
+    --skip gemm,gemm_sustained,memory,hostdev,numa,storage,feed,allreduce,sharing --out "$OUT/b" 2>&1 | tee "$OUT/more.log"
 fi

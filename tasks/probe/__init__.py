@@ -9,4 +9,5 @@ Rooms by what they measure: hardware/ (GEMM, memory, copies, storage, feed), fin
 polars, so an air-gapped GPU host can produce bundles; tests/test_probe_torch_only.py proves it.
 """
 
-PROBE_VERSION = "0.4.0"  # bump when any benchmark's method changes (each also has its own version)
+PROBE_VERSION = "0.5.0"  # bump when any benchmark's method changes (each also has its own version); 0.5.0:
+#   issue 45 adds numa, the storage path (4 KiB random reads, io_uring), the feed's wait share, gpu_busy, sharing

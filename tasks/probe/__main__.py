@@ -1,10 +1,10 @@
 """CLI: run the probe and write one bundle; the bundle's path is the last line of stdout.
 
     python -m tasks.probe --profile quick --target local --out results/ [--skip finetune,storage]
-    python -m tasks.probe --profile standard --skip gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce \
+    python -m tasks.probe --profile standard --skip gemm,gemm_sustained,memory,hostdev,numa,storage,feed,allreduce,sharing \
         --presets 8b-qlora,bert-large --out results/      # fine-tune only, chosen presets
     python -m tasks.probe --profile standard --presets 8b-lora --micro-batch 2 --checkpointing off \
-        --skip gemm,gemm_sustained,memory,hostdev,storage,feed,allreduce --out results/   # pinned
+        --skip gemm,gemm_sustained,memory,hostdev,numa,storage,feed,allreduce,sharing --out results/   # pinned
 
 The fine-tune measures each card at its best configuration, found by measurement: it trials every
 configuration the memory model says fits (checkpointing off at the largest micro-batch, on at the
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=None,
                     help="directory for the storage benchmark's files (default: the temp dir)")
     ap.add_argument("--skip", default="", help="comma-separated task groups to skip "
-                    "(gemm, gemm_sustained, memory, hostdev, storage, feed, allreduce, finetune)")
+                    "(gemm, gemm_sustained, memory, hostdev, numa, storage, feed, allreduce, finetune, gpu_busy, "
+                    "sharing)")
     ap.add_argument("--presets", default=None, help="comma-separated fine-tune presets instead of "
                     "the profile's (tasks/probe/finetune/presets.py), e.g. 8b-qlora,bert-large")
     ap.add_argument("--model", default=None, help="fine-tune a local HF checkpoint dir (no download)")

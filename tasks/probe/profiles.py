@@ -114,9 +114,14 @@ class StorageConfig:
     small_kib: int = 4  # size of each small file
     repeats: int = 2  # cold reads of the big file (page cache evicted before each)
     data_dir: str | None = None  # None: a temporary directory; the CLI's --data-dir overrides it
+    queue_depth: int = 32  # issue 45: 4 KiB random reads at queue depth 1 and this depth
+    random_reads: int = 4000  # 4 KiB reads per depth: a p99 rests on its 40 slowest
+    random_max_s: float = 3.0  # ... or stop a depth after this long (a 1 ms network volume at QD1
+    #   reads ~3,000 in 3 s): the two depths add <= 6 s to the profile
 
     def __post_init__(self):
-        _positive(self, "big_file_mib", "chunk_mib", "small_files", "small_kib", "repeats")
+        _positive(self, "big_file_mib", "chunk_mib", "small_files", "small_kib", "repeats", "queue_depth",
+                  "random_reads", "random_max_s")
 
 
 @dataclass(frozen=True)
@@ -127,11 +132,47 @@ class FeedConfig:
     item_shape: tuple[int, ...] = (3, 224, 224)  # an ImageNet-sized uint8 image per item
     workers: int = 4  # DataLoader worker processes (capped at the host's cores)
     pin_memory: bool = True  # used only where CUDA is present
+    step_ms: float = 12.0  # the training step the loader must keep ahead of: ResNet-50 with AMP trains
+    #   ~2,600 images/s on one A100 (timm benchmark.py, huggingface/pytorch-image-models issue 1491,
+    #   read 2026-12-07), 32 images in ~12 ms
+    step_warmup: int = 5  # untimed steps before the wait share is timed (the queue refills)
 
     def __post_init__(self):
-        _positive(self, "timed_batches", "batch_size")
+        _positive(self, "timed_batches", "batch_size", "step_ms")
+        _check(self, "step_warmup", self.step_warmup >= 0, "an integer >= 0")
         _check(self, "workers", self.workers >= 0, "an integer >= 0")
         _check(self, "item_shape", all(d > 0 for d in self.item_shape), "positive dimensions")
+
+
+@dataclass(frozen=True)
+class NumaConfig:
+    small_mib: int = 2  # issue 45: a KV-cache-sized copy, where launch and scheduling latency show
+    large_mib: int = 256  # a bulk copy (weights, batches): bandwidth, the node's memory path
+    small_iters: int = 200  # per direction and node: a p99 rests on the 2 slowest
+    large_iters: int = 20  # per direction and node (256 MiB at ~50 GB/s: ~5 ms each)
+    warmup: int = 5  # untimed copies per direction, size and node
+
+    def __post_init__(self):
+        _positive(self, "small_mib", "large_mib", "small_iters", "large_iters")
+        _check(self, "warmup", self.warmup >= 0, "an integer >= 0")
+
+
+@dataclass(frozen=True)
+class SharingConfig:
+    presets: tuple[str, ...] = ("bert-large",)  # issue 45: a light fine-tune; 1b (two fit on an
+    #   80 GB card) in the full profile, where the time allows
+    jobs: int = 2  # concurrent plain processes on one GPU (no MPS, no MIG: nothing to change on the host)
+    duration_s: float = 8.0  # timed seconds per run, alone and together: fixed, not the steady rule,
+    #   so the part costs ~2 x (start + build + warm-up + this) ~ 50 s on an H100
+    warmup_s: float = 4.0  # untimed steps after the build (allocator, clocks), per process
+    micro_batch: int | None = None  # None: the largest the memory model fits in 1/jobs of the card
+    timeout_s: float = 150.0  # the whole part; a hung job is a failed attempt, not a stall
+
+    def __post_init__(self):
+        _check(self, "presets", len(self.presets) > 0, "at least one preset")
+        _check(self, "jobs", isinstance(self.jobs, int) and self.jobs >= 2, "an integer >= 2")
+        _positive(self, "duration_s", "warmup_s", "timeout_s")
+        _check(self, "micro_batch", self.micro_batch is None or self.micro_batch >= 1, "None or >= 1")
 
 
 @dataclass(frozen=True)
@@ -156,6 +197,8 @@ class Profile:
     hostdev: HostDevConfig = field(default_factory=HostDevConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     feed: FeedConfig = field(default_factory=FeedConfig)
+    numa: NumaConfig = field(default_factory=NumaConfig)
+    sharing: SharingConfig = field(default_factory=SharingConfig)
     collectives: CollectivesConfig = field(default_factory=CollectivesConfig)
     finetune_presets: tuple[str, ...] = ("tiny",)  # fine-tune presets (finetune/presets.py)
     finetune_budget_s: float = 600.0  # wall budget handed to the fine-tune
@@ -179,8 +222,10 @@ QUICK = Profile(
                               pick_rounds=1),
     memory=MemoryConfig(gpu_mib=512, cpu_mib=32, warmup=1, iters=5),
     hostdev=HostDevConfig(mib=256, pinned_iters=5, pageable_iters=3, warmup=1),
-    storage=StorageConfig(big_file_mib=32, small_files=1000),
+    storage=StorageConfig(big_file_mib=32, small_files=1000, random_reads=300, random_max_s=1.0),
     feed=FeedConfig(timed_batches=20, batch_size=16, item_shape=(3, 64, 64), workers=2),
+    numa=NumaConfig(large_mib=64, small_iters=50, large_iters=5, warmup=2),
+    sharing=SharingConfig(presets=("tiny",), duration_s=1.0, warmup_s=0.3, micro_batch=1, timeout_s=150.0),
     collectives=CollectivesConfig(sizes_mib=(1, 64), iters=5, timeout_s=120.0),
     finetune_presets=("tiny",),
     finetune_budget_s=60.0,
@@ -202,6 +247,7 @@ FULL = Profile(
     gemm=GemmConfig(exhaustive=True, budget_s=600.0),
     sustained=SustainedConfig(duration_s=120.0, window_s=5.0),
     collectives=CollectivesConfig(sizes_mib=(1, 4, 16, 64, 256, 1024, 4096), iters=50),
+    sharing=SharingConfig(presets=("bert-large", "1b"), duration_s=15.0),
     finetune_presets=("1b", "8b-lora", "7b-full", "8b-qlora", "bert-large"),  # every preset;
     # misfits and missing NF4 backends not_applicable
     finetune_budget_s=1200.0,

@@ -24,13 +24,16 @@ import torch
 from tasks.canonical import SCHEMA_VERSION, canonical_json, seal
 from tasks.probe import PROBE_VERSION
 from tasks.probe.distributed.collectives import measure_collectives
-from tasks.probe.finetune.run import check_inputs, run_finetunes
+from tasks.probe.finetune.run import _nvml_gpus, check_inputs, run_finetunes
+from tasks.probe.finetune.sharing import measure_sharing
 from tasks.probe.hardware import gemm
 from tasks.probe.hardware.feed import measure_feed
 from tasks.probe.hardware.gemm_sustained import measure_sustained
 from tasks.probe.hardware.hostdev import measure_hostdev
 from tasks.probe.hardware.memory import measure_memory
+from tasks.probe.hardware.numa_copy import measure_numa
 from tasks.probe.hardware.storage import measure_storage
+from tasks.probe.host.busy import measure_busy
 from tasks.probe.host.environment import fingerprint
 from tasks.probe.host.interconnect import fingerprint as interconnect_fingerprint
 from tasks.probe.host.nvml import Sampler
@@ -38,8 +41,8 @@ from tasks.probe.host.specs import UNKNOWN, lookup
 from tasks.probe.profiles import Profile, get_profile, with_data_dir
 from tasks.probe.record import attempt, classify, iso_now, run_task
 
-TASK_GROUPS = ("gemm", "gemm_sustained", "memory", "hostdev", "storage", "feed", "allreduce",
-               "finetune")  # names accepted by --skip
+TASK_GROUPS = ("gemm", "gemm_sustained", "memory", "hostdev", "numa", "storage", "feed", "allreduce",
+               "finetune", "gpu_busy", "sharing")  # names accepted by --skip
 
 
 def _log(msg: str) -> None:
@@ -138,6 +141,7 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
         burst_tflops=None, variant="fixed"))
     task("memory", lambda: measure_memory(prof.memory, device=device, spec=spec, sampler=sampler))
     task("hostdev", lambda: measure_hostdev(prof.hostdev, device=device, sampler=sampler))
+    task("numa", lambda: measure_numa(prof.numa, device=device, bus_id=env.get("extra", {}).get("pci_bus_id")))
     task("storage", lambda: measure_storage(prof.storage, sampler=sampler))
     task("feed", lambda: measure_feed(prof.feed, device=device))
     finetune: list[dict] = []
@@ -155,6 +159,11 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
         sampler.set_phase("finetune")
         _log(f"finetune {','.join(prof.finetune_presets)} ...")
         finetune += _finetunes(prof, device, sampler, attempts)
+    gpus = _nvml_gpus(sampler, torch.device(device)) if str(device).startswith("cuda") else None
+    task("gpu_busy", lambda: measure_busy(sampler, finetune, gpus))
+    for preset in prof.sharing.presets:
+        task(f"sharing:{preset}", lambda p=preset: measure_sharing(prof.sharing, p, device=device,
+                                                                  sampler=sampler))
     sampler.set_phase("")
     return {"environment": env, "attempts": attempts, "measurements": measurements,
             "finetune": finetune}

@@ -139,6 +139,8 @@ def _attempt(p, blocks, *, device, precision, cands, compile_, sampler, deadline
         finally:
             if window is not None:
                 window.__exit__(None, None, None)
+            if sampler is not None:  # the phase names the timed window only (host/busy.py reads it)
+                sampler.set_phase("finetune")
     finally:
         loaders.clear()
     first = float(warm_losses[0])

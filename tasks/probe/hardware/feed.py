@@ -7,6 +7,11 @@ A synthetic image dataset decodes and normalises uint8 images in DataLoader work
 of a vision pipeline). After `warmup_batches` untimed next() calls (workers started, queues full)
 each next() is timed with a host clock: mean and p95 in ms. Issue 3's rule of thumb: more than
 ~15 ms between instance types means pick the faster-feeding one.
+
+Then the same loader feeds a training loop: each batch is moved to the device and a step of
+`step_ms` follows (the host waits that long, as it does for a GPU step; the workers prefetch
+meanwhile). `wait_share` is the share of that loop's time spent in next(): 0 when the workers keep
+ahead of the step, towards 1 when the step waits on the data.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class SyntheticImages(Dataset):
 def measure_feed(cfg: FeedConfig, *, device: str) -> list[dict]:
     workers = min(cfg.workers, os.cpu_count() or 1)
     pin = bool(cfg.pin_memory and str(device).startswith("cuda") and torch.cuda.is_available())
-    n_batches = cfg.warmup_batches + cfg.timed_batches
+    n_batches = cfg.warmup_batches + cfg.timed_batches + cfg.step_warmup + cfg.timed_batches
     ds = SyntheticImages(n_batches * cfg.batch_size, cfg.item_shape)
     loader = DataLoader(ds, batch_size=cfg.batch_size, num_workers=workers, pin_memory=pin,
                         shuffle=False, drop_last=True)
@@ -60,6 +65,7 @@ def measure_feed(cfg: FeedConfig, *, device: str) -> list[dict]:
         t = time.perf_counter()
         next(it)
         lat_ms.append((time.perf_counter() - t) * 1000.0)
+    wait_s, step_s = _stepped(it, cfg, device)
     del it, loader
     params = {"workers": workers, "pin_memory": pin, "batch_size": cfg.batch_size,
               "item_shape": list(cfg.item_shape), "warmup_batches": cfg.warmup_batches,
@@ -71,4 +77,26 @@ def measure_feed(cfg: FeedConfig, *, device: str) -> list[dict]:
                     repeats=len(lat_ms), statistic="mean", spread=sd, spread_kind="stdev"),
         measurement(BENCHMARK, VERSION, "next_latency_ms_p95", percentile(lat_ms, 95), "ms",
                     params=params, repeats=len(lat_ms), statistic="p95"),
+        measurement(BENCHMARK, VERSION, "wait_share", sum(wait_s) / (sum(wait_s) + sum(step_s)), "share",
+                    params={**params, "step_ms": cfg.step_ms, "wait_ms_mean": round(mean(wait_s) * 1e3, 3),
+                            "step_ms_measured": round(mean(step_s) * 1e3, 3)},
+                    repeats=len(wait_s), statistic="single"),
     ]
+
+
+def _stepped(it, cfg: FeedConfig, device: str) -> tuple[list[float], list[float]]:
+    """(seconds in each next(), seconds in each step) over `timed_batches` batches of a loop whose
+    step moves the batch to `device` and then takes `step_ms`; `step_warmup` batches untimed first."""
+    waits, steps = [], []
+    for i in range(cfg.step_warmup + cfg.timed_batches):
+        t = time.perf_counter()
+        x, _ = next(it)
+        t1 = time.perf_counter()
+        x.to(device, non_blocking=True)
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize(device)
+        time.sleep(max(0.0, cfg.step_ms / 1e3 - (time.perf_counter() - t1)))
+        if i >= cfg.step_warmup:
+            waits.append(t1 - t)
+            steps.append(time.perf_counter() - t1)
+    return waits, steps

@@ -6,7 +6,10 @@ print(measure_storage(QUICK.storage))"
 The probe writes its own files under `data_dir` (a fresh sub-directory, removed afterwards),
 flushes them to disk and evicts them from the page cache with posix_fadvise(DONTNEED) before each
 timed read, so the figures are the device's (or network volume's), not RAM's. Reported: the big
-file in GB/s (1e9 bytes/s), the small files in files/s (and GB/s in params).
+file in GB/s (1e9 bytes/s), the small files in files/s (and GB/s in params); then, on the big file
+before it is removed, 4 KiB random-read latency at queue depth 1 and `queue_depth` with the page
+cache bypassed (O_DIRECT), whether the kernel offers io_uring, and the filesystem and device the
+data dir sits on (tasks/probe/hardware/storage_path.py says how each is read).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import shutil
 import tempfile
 import time
 
+from tasks.probe.hardware.storage_path import BLOCK, io_uring, mount_of, random_reads
 from tasks.probe.hardware.timing import median
 from tasks.probe.profiles import StorageConfig
 from tasks.probe.record import measurement
@@ -87,6 +91,7 @@ def measure_storage(cfg: StorageConfig, *, sampler=None) -> list[dict]:
                            params={**params, "max_gbps": round(max(gbps), 3)},
                            repeats=len(gbps), statistic="median",
                            spread=max(gbps) - min(gbps), spread_kind="max_minus_min")]
+        out += _storage_path(cfg, big, base)
         os.remove(big)
         size = cfg.small_kib * 1024
         paths = _write_small(work, cfg.small_files, size)
@@ -108,6 +113,30 @@ def measure_storage(cfg: StorageConfig, *, sampler=None) -> list[dict]:
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _storage_path(cfg: StorageConfig, big: str, base: str) -> list[dict]:
+    """4 KiB random-read latency per queue depth (p50 and p99, ms) and the io_uring/mount facts. A random
+    read the filesystem refuses is said in the io_uring row's params, not a failed storage task."""
+    ur = io_uring()
+    facts = {"data_dir": base, **mount_of(base), "io_uring": ur["state"], "io_uring_sysctl": ur["sysctl"],
+             "io_uring_check": ur["check"]}
+    out, note = [], "measured"
+    try:
+        rows = random_reads(big, depths=(1, cfg.queue_depth), reads=cfg.random_reads, max_s=cfg.random_max_s)
+    except (OSError, RuntimeError, ValueError) as e:
+        rows, note = [], f"not measured: {type(e).__name__}: {e}"[:300]
+    for r in rows:
+        params = {**facts, "file_bytes": os.path.getsize(big), "block_bytes": BLOCK, "queue_depth": r["depth"],
+                  "method": r["method"], "page_cache_bypassed": r["method"] == "o_direct", "reads": r["reads"],
+                  "iops": round(r["iops"], 1), "mean_ms": round(r["mean_ms"], 4), "max_ms": round(r["max_ms"], 4),
+                  "repeated_blocks": r["repeated_blocks"]}
+        for stat, key in (("median", "p50_ms"), ("p99", "p99_ms")):
+            out.append(measurement(BENCHMARK, VERSION, f"read4k_qd{r['depth']}_{key}", r[key], "ms",
+                                   params=params, repeats=r["reads"], statistic=stat))
+    out.append(measurement(BENCHMARK, VERSION, "io_uring", 1.0 if ur["state"] == "available" else 0.0, "bool",
+                           params={**facts, "random_reads": note}, repeats=1, statistic="single"))
+    return out
 
 
 def _free_gib(path: str) -> float | None:

@@ -18,6 +18,7 @@ import subprocess
 from typing import Any
 
 from tasks.probe.host import container, nvml
+from tasks.probe.host.numa import cpu_list  # noqa: F401 (the compact CPU list, e.g. '0-3,8')
 
 SMI_FIELDS = ("name", "uuid", "memory.total", "driver_version", "pcie.link.gen.current",
               "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
@@ -36,18 +37,6 @@ def _text(x) -> str | None:
     if x is None:
         return None
     return x.decode() if isinstance(x, bytes) else str(x)
-
-
-def cpu_list(cpus) -> str:
-    """Compact CPU list, e.g. [0,1,2,3,8] -> '0-3,8'."""
-    cpus, out, i = sorted(set(cpus)), [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def host_info() -> dict[str, Any]:

@@ -260,6 +260,10 @@ class Sampler:
     def set_phase(self, name: str) -> None:
         self._phase = str(name)
 
+    @property
+    def phase(self) -> str:
+        return self._phase
+
     def sample_now(self) -> None:
         if self.nv is None:
             return
