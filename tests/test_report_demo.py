@@ -146,8 +146,13 @@ def test_demo_scores_the_estimated_first_target_against_its_real_samples(track_d
     wh, site, out, samples = track_demo
     target = DemoConfig().estimated_first
     assert target == "h100-sxm-1x"
-    real = {ft["preset"]: ft["tokens_per_s"] for f in (samples / "h100").glob("*.json")
-            for ft in json.loads(f.read_text())["finetune"] if ft["status"] == "ok"}
+    import statistics
+
+    real: dict[str, list[float]] = {}  # every committed H100 sample of each preset (two sessions)
+    for f in (samples / "h100").glob("*.json"):
+        for ft in json.loads(f.read_text())["finetune"]:
+            if ft["status"] == "ok":
+                real.setdefault(ft["preset"], []).append(ft["tokens_per_s"])
     assert f"demo: estimating {target} from the other targets' runs (4 presets) before its bundles land" in out
     assert f"4 of 4 estimate(s) for {target} scored against its measured samples" in out
     con = duckdb.connect(str(wh), read_only=True)
@@ -165,7 +170,8 @@ def test_demo_scores_the_estimated_first_target_against_its_real_samples(track_d
         con.close()
     assert [r[0] for r in est] == ["1b", "8b-lora", "8b-qlora", "bert-large"] and others == 0
     for preset, x, lo, hi, m, runs, error, inside, at, landed in est:
-        assert m == pytest.approx(real[preset], rel=1e-9) and runs == 1  # the real sample alone, not a synthetic run
+        # the real samples alone (their median, as the cost model takes X), never a synthetic run
+        assert m == pytest.approx(statistics.median(real[preset]), rel=1e-9) and runs == len(real[preset])
         assert error == pytest.approx(x / m - 1.0) and inside is (lo <= m <= hi)
         assert at < landed == real_landed < synthetic_landed
     page = (site / "candidates.html").read_text(encoding="utf-8")
