@@ -7,8 +7,9 @@ Three fits, in order, each on `fit` rows only (a `holdout` row is never read her
 1. per fabric (nvls apart), single-node nccl_busbw rows: the achievable fraction of the raw link bandwidth
    and the per-hop latency, least squares on log busbw, each source weighted once whatever its number of sizes;
 2. per network kind, multi-node rows: the NICs' fraction and hop latency, the node's fabric as fitted in 1;
-3. the overlap of communication with the backward, on dp_scaling rows: the value in [0, 1] that minimises
-   the mean absolute error of the efficiency.
+3. the step model on dp_scaling rows: the overlap of communication with the backward (0..1) and the step-time
+   jitter whose wait for the slowest GPU (tasks/estimate/scaling.py straggle_seconds) a synchronous step pays,
+   the pair that minimises the mean absolute error of the efficiency; and the jitter's 5th-95th percentiles.
 Each fit keeps its rows, its residuals and its 90% half-width in log (Student t over the residuals, as the
 single-GPU estimator's interval: tasks/estimate/calibrate.py). Re-running on the same rows writes the same file.
 """
@@ -29,6 +30,7 @@ from tasks.estimate import collective, links as links_, public_rows as pr
 
 HOP_US_BOUNDS = (0.1, 200.0)  # per-hop latency searched between 0.1 us (NVLink) and 200 us (TCP sockets)
 FRACTION_BOUNDS = (0.005, 4.0)  # of the raw bandwidth; NVLink SHARP may pass 1
+JITTER_GRID = tuple([0.0] + [round(0.002 * 1.25 ** i, 6) for i in range(25)])  # s^0.5: 0, 0.002 .. 0.42
 
 
 def _r(x: float, digits: int = 5) -> float:
@@ -143,13 +145,15 @@ def fit_networks(rows: list[dict], fabrics: dict) -> tuple[dict, list[str]]:
     return out, skipped
 
 
-def fit_overlap(rows: list[dict], fit: dict) -> tuple[dict | None, list[str]]:
-    """The overlap in [0, 1] (step 0.01) minimising the mean |error| of the efficiency on the scaling rows."""
-    from tasks.estimate.scaling import predict_scaling
+def fit_step(rows: list[dict], fit: dict) -> tuple[dict | None, list[str]]:
+    """The step model's overlap (0..1) and jitter (s^0.5) minimising the mean |error| of the efficiency on the
+    scaling rows (a grid: robust to the odd row), and the jitter's 5th and 95th percentiles over the rows (each
+    row's jitter given the fitted overlap): the interval's straggler bounds."""
+    from tasks.estimate import scaling
 
     usable, skipped = [], []
     for r in rows:
-        probe = predict_scaling(**pr.scaling_inputs(r), fit={**fit, "overlap": {"value": 0.0, "rows": []}})
+        probe = scaling.predict_scaling(**pr.scaling_inputs(r), fit={**fit, "step": None})
         if probe.efficiency is None:
             skipped.append(f"{r['row_id']}: {probe.reason}")
         else:
@@ -157,17 +161,26 @@ def fit_overlap(rows: list[dict], fit: dict) -> tuple[dict | None, list[str]]:
     if not usable:
         return None, skipped
 
-    def errors(phi: float) -> list[float]:
-        f = {**fit, "overlap": {"value": phi, "rows": []}}
-        return [predict_scaling(**pr.scaling_inputs(r), fit=f).efficiency - r["efficiency"] for r in usable]
+    def preds(phi: float, sigma: float) -> list:
+        f = {**fit, "step": {"overlap": phi, "jitter": sigma, "rows": []}}
+        return [scaling.predict_scaling(**pr.scaling_inputs(r), fit=f) for r in usable]
 
-    grid = [i / 100 for i in range(101)]
-    best = min(grid, key=lambda phi: (sum(abs(e) for e in errors(phi)), phi))
-    errs = errors(best)
-    return {"value": best, "rows": [r["row_id"] for r in usable],
-            "mean_abs_error": _r(sum(abs(e) for e in errs) / len(errs)),
-            "residuals": [{"row_id": r["row_id"], "measured": r["efficiency"], "predicted": _r(r["efficiency"] + e),
-                           "error": _r(e, 3)} for r, e in zip(usable, errs)]}, skipped
+    grid = [(phi / 20, sg) for phi in range(21) for sg in JITTER_GRID]
+    cost = {g: sum(abs(p.efficiency - r["efficiency"]) for p, r in zip(preds(*g), usable)) for g in grid}
+    phi, sigma = min(grid, key=lambda g: (round(cost[g], 12), g))
+    got = preds(phi, sigma)
+    implied = []  # each row's jitter at the fitted overlap: what its measured efficiency says the wait was
+    for p, r in zip(got, usable):
+        z = scaling.straggle_seconds(p.compute_s, r["gpus_per_node"] * r["nodes"], 1.0)
+        implied.append(max(0.0, (p.compute_s / r["efficiency"] - p.compute_s - p.exposed_s) / z))
+    lo, hi = (float(np.quantile(implied, q)) for q in (0.05, 0.95))
+    errs = [p.efficiency - r["efficiency"] for p, r in zip(got, usable)]
+    return {"overlap": phi, "jitter": _r(sigma), "jitter_lo": _r(lo), "jitter_hi": _r(hi),
+            "rows": [r["row_id"] for r in usable], "mean_abs_error": _r(sum(abs(e) for e in errs) / len(errs)),
+            "median_abs_error": _r(float(np.median(np.abs(errs)))),
+            "residuals": [{"row_id": r["row_id"], "measured": r["efficiency"], "predicted": _r(p.efficiency),
+                           "error": _r(e, 3), "implied_jitter": _r(j, 3)}
+                          for p, r, e, j in zip(got, usable, errs, implied)]}, skipped
 
 
 def _sha(path) -> str | None:
@@ -186,8 +199,8 @@ def fit_all(today: str | None = None) -> dict:
                    "hop_us: ring latency per hop; log_halfwidth: the 90% interval is x/÷ exp(log_halfwidth); "
                    "fit rows only, every source weighted once",
            "fabrics": fabrics, "networks": networks}
-    overlap, skip3 = fit_overlap(pr.scaling_rows("fit"), doc)
-    doc["overlap"] = overlap
+    step, skip3 = fit_step(pr.scaling_rows("fit"), doc)
+    doc["step"] = step
     doc["left_out"] = skip1 + skip2 + skip3
     return doc
 
@@ -214,9 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key:<14} fraction {f['fraction']:.3f}  hop {f['hop_us']:,.1f} us  {len(f['rows'])} rows from "
               f"{len(f['sources'])} sources  median |log error| {f['median_abs_log_error']:.3f}  90% x/÷ "
               f"{math.exp(f['log_halfwidth']):.3f}")
-    if doc["overlap"]:
-        print(f"overlap        {doc['overlap']['value']:.2f} on {len(doc['overlap']['rows'])} scaling rows, "
-              f"mean |error| {doc['overlap']['mean_abs_error']:.3f}")
+    if doc["step"]:
+        st = doc["step"]
+        print(f"step           overlap {st['overlap']:.2f}, jitter {st['jitter']:.3f} s^0.5 (90% {st['jitter_lo']:.3f}.."
+              f"{st['jitter_hi']:.3f}) on {len(st['rows'])} scaling rows, median |error| {st['median_abs_error']:.3f}")
     for line in doc["left_out"]:
         print(f"left out: {line}")
     print(f"wrote {out}")

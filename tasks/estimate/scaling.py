@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tasks.estimate.collective import (BUSBW_AT_BYTES, Busbw, allreduce_seconds, load_fit, machine,  # noqa: F401
                                        predict_busbw)
@@ -46,6 +47,7 @@ class Scaling:
     hi: float | None = None
     comm_s: float | None = None  # communication per step, all of it (before overlap)
     exposed_s: float | None = None  # of it, not hidden behind compute at the fitted overlap
+    wait_s: float | None = None  # waiting for the slowest GPU of the step (straggler), at the fitted jitter
     compute_s: float | None = None
     busbw_gbps: float | None = None  # at the step's message size (a DDP bucket, an FSDP layer group)
     fabric: str | None = None
@@ -58,7 +60,7 @@ class Scaling:
         """Exposed communication's share of the step at the point estimate."""
         if self.exposed_s is None or self.compute_s is None:
             return None
-        return self.exposed_s / (self.exposed_s + self.compute_s)
+        return self.exposed_s / (self.exposed_s + self.compute_s + (self.wait_s or 0.0))
 
     @property
     def label(self) -> str:
@@ -70,6 +72,28 @@ class Scaling:
         if self.busbw_gbps is None:
             return "one GPU"
         return f"predicted from {self.fabric}{' with NVLink SHARP' if self.nvls else ''}, busbw {self.busbw_gbps:,.0f} GB/s"
+
+
+@lru_cache(maxsize=256)
+def expected_max(n: int) -> float:
+    """E[max of n independent standard normals] (0 for n = 1; 0.564 for 2, 1.029 for 4, 1.424 for 8): how far
+    the slowest of n GPUs runs behind the mean, in standard deviations of a step's time."""
+    if n <= 1:
+        return 0.0
+    lo, hi, k = -9.0, 9.0, 3600
+    h, total = (hi - lo) / k, 0.0
+    for i in range(k + 1):
+        x = lo + i * h
+        pdf = math.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+        cdf = 0.5 * (1 + math.erf(x / math.sqrt(2)))
+        total += (0.5 if i in (0, k) else 1.0) * x * n * pdf * cdf ** (n - 1)
+    return total * h
+
+
+def straggle_seconds(compute_s: float, n: int, jitter: float) -> float:
+    """A synchronous step waits for its slowest GPU: with step-time jitter growing as the square root of the
+    work (independent noise per micro-batch), the wait is jitter x sqrt(compute_s) x expected_max(n)."""
+    return jitter * math.sqrt(compute_s) * expected_max(n)
 
 
 def _exposed(comm: float, window: float, floor: float, phi: float) -> float:
@@ -103,7 +127,7 @@ def predict_scaling(gpu: str, count: int, fabric: str, *, params: float, trainab
     compute = tokens_per_gpu_step / tokens_per_s_1
     if n == 1:
         out.efficiency = out.lo = out.hi = 1.0
-        out.comm_s = out.exposed_s = 0.0
+        out.comm_s = out.exposed_s = out.wait_s = 0.0
         out.compute_s, out.reason = compute, "one GPU: no communication"
         return out
     if fit is None:
@@ -117,8 +141,10 @@ def predict_scaling(gpu: str, count: int, fabric: str, *, params: float, trainab
     bwd = compute * BACKWARD_SHARE[mode] / micro_steps  # the backward a step's communication can hide behind
     fwd = compute * (1 - BACKWARD_SHARE[mode]) / micro_steps
     grads = trainable_params * grad_bytes_per_param
-    phi = (fit.get("overlap") or {}).get("value")
+    st = fit.get("step") or {}
+    phi, sigma = st.get("overlap"), st.get("jitter", 0.0)
     w = math.exp(m["halfwidth"])
+    wait = lambda sg: straggle_seconds(compute, n, sg)  # noqa: E731
 
     def step(scale: float, overlap: float) -> tuple[float, float, float]:
         """(all communication, exposed at `overlap`, the message size it moves) at bandwidths x scale."""
@@ -137,21 +163,22 @@ def predict_scaling(gpu: str, count: int, fabric: str, *, params: float, trainab
 
     point_phi = phi if phi is not None else 0.5
     comm, exposed, size = step(1.0, point_phi)
-    lo_exposed = step(1 / w, 0.0)[1]
-    hi_exposed = step(w, 1.0)[1]
+    lo_exposed = step(1 / w, 0.0)[1] + wait(st.get("jitter_hi", sigma))
+    hi_exposed = step(w, 1.0)[1] + wait(st.get("jitter_lo", sigma))
     eff = lambda e: compute / (compute + e)  # noqa: E731
     busbw = predict_busbw(gpu, count, fabric, nodes, network, size_bytes=size, nvls=m["nvls"], fit=fit)
-    out.efficiency, out.lo, out.hi = eff(exposed), eff(lo_exposed), eff(hi_exposed)
-    out.comm_s, out.exposed_s, out.compute_s = comm, exposed, compute
+    out.efficiency, out.lo, out.hi = eff(exposed + wait(sigma)), eff(lo_exposed), eff(hi_exposed)
+    out.comm_s, out.exposed_s, out.compute_s, out.wait_s = comm, exposed, compute, wait(sigma)
     out.busbw_gbps, out.nvls = busbw.gbps, m["nvls"]
     what = (f"DDP all-reduces {_gb(grads)} of {'adapter ' if mode == 'adapter' else ''}gradients in "
             f"{max(1, math.ceil(grads / BUCKET_BYTES))} bucket(s)" if kind == "ddp" else
             f"FSDP all-gathers {_gb(params * param_bytes)} of parameters twice and reduce-scatters {_gb(grads)} of "
             f"gradients{f' x {micro_steps} micro-steps' if micro_steps > 1 else ''}")
-    overlap = (f"overlap {phi:.2f} fitted on {len(fit['overlap']['rows'])} public scaling rows" if phi is not None
-               else "overlap 0.5 ASSUMED (no public scaling rows to fit it on)")
+    fitted = (f"overlap {phi:.2f} and step jitter {sigma:.3f} s^0.5 (slowest of {n} GPUs: "
+              f"{wait(sigma) * 1e3:,.1f} ms per step) fitted on {len(st['rows'])} public scaling rows" if phi is not None
+              else "overlap 0.5 ASSUMED and no straggler wait (no public scaling rows to fit them on)")
     out.reason = (f"{out.label} at {_gb(size)} messages ({busbw.reason}); {what}: {comm * 1e3:,.1f} ms per step "
                   f"against {compute * 1e3:,.1f} ms of compute ({tokens_per_gpu_step:,.0f} tokens per GPU at "
-                  f"{tokens_per_s_1:,.0f} tokens/s on one GPU); {overlap}, interval from no overlap to full overlap "
-                  f"with the backward")
+                  f"{tokens_per_s_1:,.0f} tokens/s on one GPU); {fitted}; interval from no overlap to full overlap "
+                  f"with the backward, busbw and jitter at their 90% bounds")
     return out

@@ -16,8 +16,11 @@ The recipe is the probe's (presets.param_dtypes):
   gradient, two moments: an upper bound);
 - QLoRA: as LoRA, with the quantized projections at NF4's bytes (4-bit codes, an fp8 absmax per 64, an
   fp32 scale per 256 of those: tasks/probe/finetune/qlora.py quantizes them so).
-Activations are not state: each reader models its own (the probe per layer, the estimator from the
-measured peak, the tiers an assumed size per parameter) and says which.
+Activations (`activation_bytes`, from a model's shape): what autograd saves per token and layer with fused
+(SDPA) attention, in the spirit of Korthikanti et al. 2022; with checkpointing only each layer's input plus
+one layer being recomputed; logits ~12 x vocab bytes per token (bf16 logits, fp32 loss and its gradient).
+The probe's plan and the tiers read them; the estimator reads the measured peak instead (it has one).
+A shape is anything with the Preset fields arch, hidden, layers, heads, kv_heads, ffn, vocab, lora_r.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)  # 4-bit codes, fp8 absmax per 64, fp32 per 256
 ADAPTER_BYTES_PER_PARAM = 16.0  # LoRA adapters: fp32 weight, gradient and two AdamW moments
 ADAM_COPIES = 4  # weight, gradient, first and second moment, each in the trainable dtype
+SLACK_BYTES = 1.5e9  # the allocator's slack, cuBLAS workspaces and the CUDA context, beside state and activations
+LOGIT_BYTES_PER_VOCAB = 12  # per token and vocabulary entry: bf16 logits, the fp32 loss input and its gradient
 
 
 def param_bytes(mode: str, precision: str) -> tuple[int, int]:
@@ -73,3 +78,31 @@ def describe(mode: str, precision: str) -> str:
     base = "NF4 projections, " if mode == "qlora" else ""
     return (f"{mode} in {precision}: frozen base {base}{param_bytes(mode, precision)[0]} B/param, adapters "
             f"{ADAPTER_BYTES_PER_PARAM:g} B/param")
+
+
+def param_counts(shape) -> tuple[float, float, float]:
+    """(projection parameters, the rest: embeddings and head, LoRA adapters at r on every projection) of a
+    Llama-style decoder or a BERT encoder."""
+    h, f, kv = shape.hidden, shape.ffn, shape.hidden * shape.kv_heads / shape.heads
+    if shape.arch == "bert":  # q, k, v, o + two FFN matrices; word (tied head), 512 positions, 2 types
+        n_proj, n_other = shape.layers * (4 * h * h + 2 * h * f), (shape.vocab + 514) * h
+    else:
+        n_proj, n_other = shape.layers * (2 * h * h + 2 * h * kv + 3 * h * f), 2 * shape.vocab * h
+    n_lora = 0 if getattr(shape, "mode", "lora") == "full" else shape.layers * shape.lora_r * (9 * h + 3 * f + 2 * kv)
+    return float(n_proj), float(n_other), float(n_lora)
+
+
+def activation_bytes(shape, tokens: float, precision: str, checkpointing: bool) -> float:
+    """Activations and logits one micro-batch of `tokens` holds at its peak (eager)."""
+    h, f, kv = shape.hidden, shape.ffn, shape.hidden * shape.kv_heads / shape.heads
+    act_b = DTYPE_BYTES[precision] if precision == "fp32" else 2
+    if shape.arch == "bert":
+        # per token and layer: q/k/v, the projections' inputs, two LayerNorms, the FFN's up and GELU outputs
+        # (2 x ffn), and three dropout masks (1 byte each)
+        per_layer = (8 * h + 2 * f) * act_b + 3 * h
+    else:
+        # per token and layer: norm inputs/outputs, q/k/v, attention output, and the SwiGLU's gate, up,
+        # activation and product (4 x ffn), plus two fp32 RMSNorm upcasts
+        per_layer = (6 * h + 4 * f + 2 * kv) * act_b + 8 * h
+    act = tokens * (shape.layers * h * act_b + per_layer) if checkpointing else tokens * shape.layers * per_layer
+    return act + tokens * shape.vocab * LOGIT_BYTES_PER_VOCAB
