@@ -103,7 +103,8 @@ def candidates(con: duckdb.DuckDBPyConnection, preset: str, opts: CostOptions, t
              sum(e["attempts"] for e in entries if e.get("target")))
     out = []
     for e in entries:
-        sheet = cal_.match_gpu(e["gpu_model"])
+        ic = fabrics.interconnect(e, published)
+        sheet = cal_.match_gpu(ic.pop("published_gpu")) or cal_.match_gpu(e["gpu_model"])
         if gpu and not (sheet and gpu.lower() in (sheet.key.lower(), e["gpu_model"].lower())):
             continue
         key = (e["provider"], e["region"], e["instance_type"])
@@ -132,7 +133,6 @@ def candidates(con: duckdb.DuckDBPyConnection, preset: str, opts: CostOptions, t
                                     "the cost model's figure (no estimate)"])
             out.append(row)
             continue
-        ic = fabrics.interconnect(e, published)
         row.update(ic)
         pred = est.predict(ref, sheet, row["gpu_count"], cal, e["gpu_model"], fabric=ic["fabric"], network=ic["network"])
         p, r, why = est.rerun(e if e.get("target") else None, fleet, opts.f)

@@ -195,6 +195,22 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
     return out
 
 
+def per_gpu_rate(w: cal_.Workload, sheet: cal_.Sheet, cal: cal_.Calibration) -> tuple[float, float, float, str] | None:
+    """Tokens/s of preset `w` on one GPU of `sheet` with its 90% interval and how: `predict`'s, or where the
+    preset does not fit one card, its rate at micro-batch 1 with checkpointing (the step a sharded run takes).
+    None where there is no estimate at all (no datasheet peak)."""
+    p = predict(w, sheet, 1, cal)
+    if p.tokens_per_s is not None:
+        return p.tokens_per_s, p.lo, p.hi, f"{w.preset} estimated on one {sheet.key} ({p.fit}, {p.precision})"
+    if p.fit != "does not fit":
+        return None
+    kappa, _ = cal.kappa_for(w.preset)
+    x = kappa / cal_.step_time(w, sheet, p.precision, 1, True, cal.eff).seconds
+    width = math.exp(cal.log_halfwidth)
+    return x, x / width, x * width, (f"{w.preset} estimated on one {sheet.key} at micro-batch 1 with checkpointing "
+                                     f"({p.precision}; the preset itself does not fit one card)")
+
+
 def rerun(history: dict | None, fleet: tuple[int, int], f: float) -> tuple[float, float, str]:
     """(p, R, why): the type's own fine-tune history when it has attempts, else the preset's fleet-wide rate."""
     if history and history.get("attempts"):

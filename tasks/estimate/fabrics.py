@@ -7,7 +7,8 @@ For a catalog row (warehouse target, targets-file entry, SkyPilot vms.csv row), 
 2. `fabric` / `network` set in the targets file (deploy/targets.toml);
 3. the published facts, tasks/estimate/data/instance_fabrics.csv by provider and instance type (each row with
    its source and date).
-One GPU needs no fabric. A multi-GPU type nobody published stays unknown: its estimate says "no estimate"
+The published row also names the GPU as the provider ships it (`published_gpu`: a V100-SXM2-16GB where a
+SkyPilot catalog says V100), which the callers prefer when the datasheet knows it. One GPU needs no fabric. A multi-GPU type nobody published stays unknown: its estimate says "no estimate"
 with the reason (tasks/estimate/scaling.py), never a guessed fabric.
 """
 
@@ -38,4 +39,6 @@ def interconnect(entry: dict, published: dict | None = None) -> dict:
     if not fabric and int(entry.get("gpu_count") or 1) > 1:
         src.append(f"no published fabric for {entry.get('provider')}/{entry.get('instance_type')} "
                    "(instance_fabrics.csv, the targets file)")
-    return {"fabric": fabric, "network": network, "fabric_source": "; ".join(src) or None}
+    # the published row names the GPU as the provider ships it (V100-SXM2-16GB where a catalog says V100)
+    gpu = pub.get("gpu") if pub and pub.get("gpu") else None
+    return {"fabric": fabric, "network": network, "fabric_source": "; ".join(src) or None, "published_gpu": gpu}
