@@ -12,13 +12,17 @@ with busbw = the fabric's raw GB/s per GPU and direction (NVLink; PCIe generatio
 pcie-host, where staging through host memory is what its fitted fraction absorbs) x an achievable
 fraction fitted per fabric. NVLink SHARP ("nvls": the switch reduces) is fitted apart, so its fraction may
 pass 1. Across nodes it is hierarchical: reduce-scatter inside the node, all-reduce of the node's S bytes
-over its NICs at their bandwidth x a fraction fitted per network kind, all-gather inside the node.
+over its NICs at their bandwidth x a fraction fitted per network kind, all-gather inside the node; NCCL
+pipelines these phases chunk by chunk, so the slowest one sets the time. A peer-to-peer fabric with no public
+rows of its own (pcie today) borrows the fraction pooled over the peer-to-peer fabrics that have rows, with
+that pool's wider interval, and says so.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +31,9 @@ from tasks.estimate import links as links_
 
 FIT_PATH = Path(__file__).with_name("data") / "collective_fit.json"
 BUSBW_AT_BYTES = 2**30  # predict_busbw's default message: nccl-tests' large-message plateau (1 GiB)
+PLATEAU_BYTES = 2.0**40  # a peak quoted without its size: latency is nothing at this size
+NVLS_SINCE = (2, 17)  # NVLink SHARP all-reduce from NCCL 2.17 (NCCL 2.17.1 release notes, read 2026-12-08)
+P2P_FABRICS = ("nvswitch", "nvlink", "pcie")  # GPUs write into each other's memory (NCCL's P2P transport)
 
 
 @lru_cache(maxsize=4)
@@ -70,8 +77,29 @@ class Busbw:
             if self.gbps else "no estimate"
 
 
+def nvls_auto(lk: links_.Links, fabric: str, nccl_version: str | None = None) -> bool:
+    """NVLink SHARP where the switch and NCCL do it: an NVSwitch of NVLink 4 or later (Hopper on) and NCCL
+    2.17 or later, or an NCCL version not known (a new install has it: it is NCCL's default there)."""
+    if fabric != "nvswitch" or (lk.nvlink_gen or 0) < 4:
+        return False
+    m = re.match(r"\s*(\d+)\.(\d+)", nccl_version or "")
+    return m is None or (int(m.group(1)), int(m.group(2))) >= NVLS_SINCE
+
+
+def _fraction(fit: dict, key: str, fabric: str) -> tuple[dict | None, str]:
+    """The fitted entry for `key`; a peer-to-peer fabric without rows of its own borrows the fraction pooled over
+    the peer-to-peer fabrics that have some (NCCL's same P2P transport, over other wires), and says so."""
+    f = fit["fabrics"].get(key)
+    if f is not None:
+        return f, key
+    pooled = fit.get("pooled_p2p")
+    if fabric in P2P_FABRICS and pooled is not None:
+        return pooled, f"no {key} rows: pooled over {', '.join(pooled['fabrics'])}"
+    return None, key
+
+
 def machine(gpu: str, count: int, fabric: str, nodes: int, network: str | None, nvls: bool | None,
-           fit: dict) -> tuple[dict | None, str]:
+            fit: dict, nccl_version: str | None = None) -> tuple[dict | None, str]:
     """The fitted pieces for this machine: intra (raw, fraction, hop, halfwidth) and inter, or (None, why not)."""
     if not fabric:
         return None, "fabric unknown (no published topology for this instance type): no estimate"
@@ -84,14 +112,14 @@ def machine(gpu: str, count: int, fabric: str, nodes: int, network: str | None, 
     if raw is None:
         return None, fact + ": no estimate"
     auto = nvls is None
-    nvls = bool(fabric == "nvswitch" and (lk.nvlink_gen or 0) >= 4) if auto else bool(nvls)
+    nvls = nvls_auto(lk, fabric, nccl_version) if auto else bool(nvls)
     key = fabric_key(fabric, nvls)
     if key not in fit["fabrics"] and auto and nvls:
         nvls, key = False, fabric
-    f = fit["fabrics"].get(key)
+    f, how = _fraction(fit, key, fabric)
     if f is None:
         return None, f"no public nccl-tests rows for fabric {key} in the fit: no estimate"
-    out = {"raw": raw, "fact": fact, "key": key, "nvls": nvls, "fraction": f["fraction"], "hop_s": f["hop_us"] * 1e-6,
+    out = {"raw": raw, "fact": fact, "key": how, "nvls": nvls, "fraction": f["fraction"], "hop_s": f["hop_us"] * 1e-6,
            "halfwidth": f["log_halfwidth"], "rows": len(f["rows"]), "links": lk}
     if nodes > 1:
         try:
@@ -115,7 +143,7 @@ def allreduce_seconds(m: dict, size: float, count: int, nodes: int, scale: float
         return ring_seconds(size, count, intra, m["hop_s"])
     half = ring_seconds(size, count, intra, m["hop_s"], factor=(count - 1) / count) if count > 1 else 0.0
     inter = ring_seconds(size, nodes, m["net"].gbytes_per_s * m["net_fraction"] * scale, m["net_hop_s"])
-    return 2 * half + inter
+    return max(2 * half, inter)  # NCCL pipelines the phases chunk by chunk: the slower one sets the pace
 
 
 def _as_busbw(size: float, n: int, seconds: float) -> float:
@@ -123,10 +151,12 @@ def _as_busbw(size: float, n: int, seconds: float) -> float:
 
 
 def predict_busbw(gpu: str, count: int, fabric: str, nodes: int = 1, network: str | None = None, *,
-                  size_bytes: float = BUSBW_AT_BYTES, nvls: bool | None = None, fit: dict | None = None) -> Busbw:
-    """nccl-tests all_reduce_perf busbw (GB/s) of `count` GPUs per node x `nodes` at `size_bytes`, with its
-    90% interval. nvls None: NVLink SHARP where the switch does it (NVLink 4+ on an NVSwitch)."""
+                  size_bytes: float | None = BUSBW_AT_BYTES, nvls: bool | None = None, nccl_version: str | None = None,
+                  fit: dict | None = None) -> Busbw:
+    """nccl-tests all_reduce_perf busbw (GB/s) of `count` GPUs per node x `nodes` at `size_bytes` (None: the
+    large-message plateau), with its 90% interval. nvls None: NVLink SHARP where the switch and NCCL do it."""
     fit = fit or load_fit()
+    size_bytes = PLATEAU_BYTES if size_bytes is None else size_bytes
     out = Busbw(fabric=fabric, size_bytes=size_bytes)
     n = count * nodes
     if fit is None:
@@ -135,7 +165,7 @@ def predict_busbw(gpu: str, count: int, fabric: str, nodes: int = 1, network: st
     if n < 2:
         out.reason = "one GPU: no collective"
         return out
-    m, why = machine(gpu, count, fabric, nodes, network, nvls, fit)
+    m, why = machine(gpu, count, fabric, nodes, network, nvls, fit, nccl_version)
     if m is None:
         out.reason = why
         return out

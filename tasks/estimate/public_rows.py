@@ -21,6 +21,7 @@ SCALING = DATA / "dp_scaling.csv"
 FABRICS = DATA / "instance_fabrics.csv"
 ROLES = ("fit", "holdout")
 TRUE = {"1", "true", "yes", "on", "y"}
+FALSE = {"0", "false", "no", "off", "n"}  # nvls: anything else (unknown, empty) is not known
 
 
 class RowError(ValueError):
@@ -73,14 +74,17 @@ def _busbw(path: str, role: str | None) -> tuple[dict, ...]:
         row = _common(p, rec, role)
         if row is None:
             continue
-        row.update(size_bytes=_num(p, rec, "size_bytes"), busbw_gbps=_num(p, rec, "busbw_gbps"),
-                   nvls=rec.get("nvls", "").lower() in TRUE)
+        nvls = (rec.get("nvls") or "").lower()
+        row.update(size_bytes=_num(p, rec, "size_bytes", required=False), busbw_gbps=_num(p, rec, "busbw_gbps"),
+                   nvls=True if nvls in TRUE else (False if nvls in FALSE else None),
+                   nccl_version=rec.get("nccl_version") or None)
         out.append(row)
     return tuple(out)
 
 
 def busbw_rows(role: str | None = None, path: Path = BUSBW) -> list[dict]:
-    """nccl_busbw.csv rows (only `role`'s when given), numbers parsed."""
+    """nccl_busbw.csv rows (only `role`'s when given), numbers parsed; size_bytes None where only a peak was
+    quoted, nvls None where the source does not say."""
     return list(_busbw(str(path), role))
 
 
@@ -103,12 +107,13 @@ def _scaling(path: str, role: str | None) -> tuple[dict, ...]:
             eff = tn / (n * t1)
         params = _num(p, rec, "params")
         grad_b = _num(p, rec, "grad_bytes_per_param", required=False) or GRAD_BYTES.get(rec.get("precision", "").lower())
-        if grad_b is None:
-            raise RowError(f"{p.name}:{rec['_line']} ({rec.get('row_id')}): field 'grad_bytes_per_param' is empty and "
-                           f"precision {rec.get('precision')!r} does not say it")
+        batch = _num(p, rec, "samples_per_gpu_step", required=False)
+        missing = [n for n, v in (("grad_bytes_per_param (or a precision that says it)", grad_b),
+                                  ("samples_per_gpu_step", batch)) if v is None]
         row.update(params=params, trainable_params=_num(p, rec, "trainable_params", required=False) or params,
                    grad_bytes_per_param=grad_b, throughput_1=t1, throughput_n=tn, efficiency=eff,
-                   samples_per_gpu_step=_num(p, rec, "samples_per_gpu_step"),
+                   unscoreable=f"{', '.join(missing)} not published: not predictable" if missing else None,
+                   samples_per_gpu_step=batch,
                    tokens_per_sample=_num(p, rec, "tokens_per_sample", required=False) or 1.0,
                    strategy=(rec.get("strategy") or "ddp").lower())
         out.append(row)
@@ -116,7 +121,8 @@ def _scaling(path: str, role: str | None) -> tuple[dict, ...]:
 
 
 def scaling_rows(role: str | None = None, path: Path = SCALING) -> list[dict]:
-    """dp_scaling.csv rows (only `role`'s when given), numbers parsed, efficiency from the throughputs if blank."""
+    """dp_scaling.csv rows (only `role`'s when given), numbers parsed, efficiency from the throughputs if blank;
+    `unscoreable` says why a row cannot be predicted (its per-GPU batch or gradient size unpublished)."""
     return list(_scaling(str(path), role))
 
 

@@ -28,6 +28,10 @@ def _where(r: dict) -> str:
 def score_scaling(rows: list[dict]) -> dict:
     out = []
     for r in rows:
+        if r["unscoreable"]:
+            out.append({**r, "predicted": None, "lo": None, "hi": None, "reason": r["unscoreable"], "error": None,
+                        "inside": False, "comm_share": None})
+            continue
         p = predict_scaling(**pr.scaling_inputs(r))
         ok = p.efficiency is not None
         out.append({**r, "predicted": p.efficiency, "lo": p.lo, "hi": p.hi, "reason": p.reason,
@@ -43,7 +47,7 @@ def score_busbw(rows: list[dict]) -> dict:
     out = []
     for r in rows:
         p = predict_busbw(r["gpu"], r["gpus_per_node"], r["fabric"], r["nodes"], r["network"],
-                          size_bytes=r["size_bytes"], nvls=r["nvls"])
+                          size_bytes=r["size_bytes"], nvls=r["nvls"], nccl_version=r["nccl_version"])
         ok = p.gbps is not None
         out.append({**r, "predicted": p.gbps, "lo": p.lo, "hi": p.hi, "reason": p.reason,
                     "error": (p.gbps / r["busbw_gbps"] - 1) if ok else None,
@@ -73,10 +77,11 @@ def main() -> int:
     print(f"\nbusbw, {bus['n']} held-out nccl-tests rows (all_reduce_perf bus bandwidth, GB/s):")
     for r in bus["rows"]:
         if r["predicted"] is None:
-            print(f"  {_where(r):<40} {r['size_bytes']:>15,.0f} B  measured {r['busbw_gbps']:8.1f}  NO ESTIMATE: "
+            print(f"  {_where(r):<40} {r['size_bytes'] or 0:>15,.0f} B  measured {r['busbw_gbps']:8.1f}  NO ESTIMATE: "
                   f"{r['reason']}  {_src(r)}")
             continue
-        print(f"  {_where(r):<40}{' nvls' if r['nvls'] else '     '} {r['size_bytes']:>15,.0f} B  measured "
+        size = f"{r['size_bytes']:>15,.0f} B" if r["size_bytes"] else f"{'peak':>17}"
+        print(f"  {_where(r):<40}{' nvls' if r['nvls'] else '     '} {size}  measured "
               f"{r['busbw_gbps']:8.1f}  predicted {r['predicted']:8.1f} ({r['lo']:.1f}..{r['hi']:.1f})  error "
               f"{r['error']:+.1%}  {'inside' if r['inside'] else 'OUTSIDE'}  {_src(r)}")
     share = eff["inside"] / eff["n"] if eff["n"] else None
