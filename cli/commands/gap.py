@@ -298,7 +298,9 @@ def _tier_lines(tiers: list[dict], currency: str, train_tokens: float) -> None:
         flags = (f"; {_window_flag(r).strip()}" if _window_flag(r) else "") + (
             f"; {_unstable_flag(r).strip()}" if r.get("unstable") else "")
         typer.echo(f"  {'*' if r['recommended'] else ' '} {where}: {sig(r['cost_per_mtok'])} {currency}/1M tokens "
-                   f"(90% {sig(r['cost_lo'])}..{sig(r['cost_hi'])}), {r['status']}{' (MFU ASSUMED equal)' if r['assumed'] else ''}"
+                   f"(90% {sig(r['cost_lo'])}..{sig(r['cost_hi'])}), "
+                   f"{'from its measured tokens/s' if r['status'] == 'measured' else 'ESTIMATED tokens/s'}"
+                   f"{' (MFU ASSUMED equal)' if r['assumed'] else ''}"
                    f"{scaling}; {train_tokens:,.0f} tokens in {r['hours_to_train']:,.1f} h for "
                    f"{r['cost_to_train']:,.2f} {currency}{flags}")
 

@@ -37,7 +37,7 @@ def _line(tag: str, r: dict, cur: str) -> str:
     if r.get("tokens_per_s") is None:
         return f"  {tag} {r['machine']}: {'does not fit' if r.get('fits') is False else 'no estimate'}: {r['reason']}"
     eff = (f"efficiency {r['efficiency']:.2f} (90% {r['eff_lo']:.2f}..{r['eff_hi']:.2f}), communication "
-           f"{r['comm_share']:.0%} of a step, {r['label']}" if r.get("efficiency") is not None else "one GPU")
+           f"{r['comm_share']:.1%} of a step, {r['label']}" if r.get("efficiency") is not None else "one GPU")
     cost = (f"{_cost(r['cost'])} {cur}/1M tokens (90% {_cost(r['cost_lo'])}..{_cost(r['cost_hi'])}) at "
             f"{r['price_per_hour']:,.4f} {cur}/h" if r.get("cost") is not None else "no price")
     return (f"  {tag} {r['machine']} ({r['gpus']}x {r['gpu']}, {r['strategy'].upper()}): {eff}; "
@@ -77,15 +77,10 @@ def scaling_cmd(
     """Two multi-GPU instance types on one fine-tune: efficiency, communication share, cost, and where the
     cheaper one changes with model size. PREDICTED from the interconnect, never measured."""
     from cli.commands.estimate import _extra
-    from tasks.cost.derived import TierConfig
     from tasks.cost.rules import today
     from tasks.errors import UserError
-    from tasks.estimate import calibrate as cal_
-    from tasks.estimate import estimate as est
     from tasks.estimate import pair
-    from tasks.estimate.scaling import load_fit
     from tasks.fabric import check_fabric
-    from warehouse import sql
     from warehouse.db import reading
 
     if mode not in ("full", "lora"):
@@ -99,44 +94,9 @@ def scaling_cmd(
     seed = a is None and b is None
     ma = pair.machine(a or pair.SEED[0], fa)
     mb = pair.machine(b or pair.SEED[1], fb or (pair.SEED_FABRIC_B if b is None else None))
-    fit = load_fit()
-    if fit is None:
-        raise UserError("no collective fit (tasks/estimate/data/collective_fit.json): python -m tasks.estimate.collective_fit")
-    now = today()
     with reading(warehouse_path(warehouse)) as con:
-        cal = cal_.calibrate(cal_.workloads(con), cal_.efficiencies(con))
-        if cal is None:
-            raise UserError("no measured fine-tune to calibrate the estimator on (costgap ingest warehouse/samples/)")
-        counts = {(t["provider"], t["instance_type"]): t["gpu_count"] for t in
-                  [*_extra(targets_file, []), *sql.rows(con, "estimate_catalog", {"preset": None})]}
-        counts.update({(k[0], v["instance_type"]): int(v["gpu_count"]) for k, v in pair.pr.instance_fabrics().items()
-                       if v.get("gpu_count")})
-        book = {(p["provider"], p["instance_type"]): {**p, "gpu_count": counts.get((p["provider"], p["instance_type"]))}
-                for p in sql.rows(con, "estimate_prices", {"today": now, "billing": billing, "currency": currency})
-                if not p["fx_missing"]}
-        fleet = sql.rows(con, "estimate_fleet_attempts")[0]
-    _p, r, r_why = est.rerun({"attempts": fleet["attempts"], "failed_attempts": fleet["failed_attempts"]}, (0, 0), f)
-    r_why = r_why.replace("its own history", "every fine-tune attempt in the warehouse")
-    cfg = TierConfig()
-    (pa, why_a), (pb, why_b) = pair.price(ma, book), pair.price(mb, book)
-    res = {"size": size, "mode": mode, "currency": currency, "R": r, "r_source": r_why,
-           "a": {**pair.answer(ma, size, mode, cal, cfg, pa, r), "price_source": why_a, "fabric_how": ma["fabric_how"]},
-           "b": {**pair.answer(mb, size, mode, cal, cfg, pb, r), "price_source": why_b, "fabric_how": mb["fabric_how"]}}
-    if mb["fabric"] == "pcie":  # bracket: the same type if its GPUs cannot do peer-to-peer
-        res["b_host"] = pair.answer({**mb, "fabric": "pcie-host"}, size, mode, cal, cfg, pb, r)
-    res["flip"] = pair.flip(ma, mb, mode, cal, cfg, pa, pb, r)
-    if nodes > 1:
-        bound = pair.tcp_bound(fit)
-        res["nodes"] = []
-        for tag, m, ph in (("a", ma, pa), ("b", mb, pb)):
-            gbps = (m["network"] or "tcp:0").split(":")[1]
-            for kind in ("rdma", "tcp"):
-                net = f"{kind}:{gbps}"
-                row = pair.answer(m, size, mode, cal, cfg, ph, r, nodes=nodes, network=net, fit=fit)
-                if kind == "tcp" and row.get("efficiency") is None:
-                    up = pair.answer(m, size, mode, cal, cfg, ph, r, nodes=nodes, network=net, fit=bound)
-                    row["tcp_line_rate_bound"] = {k: up.get(k) for k in ("efficiency", "cost", "tokens_per_s")}
-                res["nodes"].append({"tag": tag, **row})
+        res = pair.compare(con, ma, mb, size=size, mode=mode, nodes=nodes, billing=billing, currency=currency, f=f,
+                           extra=_extra(targets_file, []), today=today())
     if as_json:
         typer.echo(json.dumps(res, indent=2, default=str))
         return

@@ -147,7 +147,7 @@ def plan(size: float, mode: str, sheet: cal_.Sheet, gpus: int, cfg: TierConfig, 
         return out
     out.tokens_per_s, out.lo, out.hi = x1 * gpus * sc.efficiency, lo1 * gpus * sc.lo, hi1 * gpus * sc.hi
     out.notes.append(f"{gpus} GPUs at scaling efficiency {sc.efficiency:.2f} (90% {sc.lo:.2f}..{sc.hi:.2f}), "
-                     f"{sc.label}" + (f": {sc.reason}" if sc.strategy != "measured" else ""))
+                     + (sc.reason if sc.strategy != "measured" else sc.label))
     if not math.isfinite(out.tokens_per_s):
         out.reason, out.tokens_per_s = "no estimate: the rate is not finite", None
     return out

@@ -14,9 +14,7 @@ against TCP at each type's own line rate. Everything here is a prediction and sa
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import replace
 
 from tasks.cost.derived import FLOPS_PER_TOKEN, TierConfig
 from tasks.cost.model import effective_cost
@@ -49,7 +47,7 @@ def machine(spec: str, fabric: str | None = None) -> dict:
     if sheet is None:
         raise UserError(f"{spec!r}: GPU {row['gpu']!r} has no datasheet entry in gpu_specs.json")
     how = ("as published" if not fabric or fabric == row["fabric"] else
-           f"{fabric} as asked (published: {row['fabric'] or 'not published'})")
+           f"as asked; published: {row['fabric'] or 'nothing'}")
     return {"spec": spec, "provider": row["provider"], "instance_type": row["instance_type"], "sheet": sheet,
             "gpus": int(row["gpu_count"]), "fabric": fabric or row["fabric"], "network": row["network"],
             "fabric_how": how, "source": f"{row['source_url']} ({row['source_date']})"}
@@ -146,9 +144,49 @@ def tcp_bound(fit: dict) -> dict:
     return {**fit, "networks": nets}
 
 
-def with_tokens(cfg: TierConfig, **kw) -> TierConfig:
-    return replace(cfg, **kw)
+def compare(con, ma: dict, mb: dict, *, size: float = 13e9, mode: str = "lora", nodes: int = 4,
+            billing: str = "on_demand", currency: str = "USD", f: float | None = None, extra: list[dict] = (),
+            today=None, cfg: TierConfig | None = None) -> dict:
+    """The whole answer for machines A and B (see the module docstring), from one open warehouse connection:
+    the estimator's calibration, the price book in force `today` and the fleet's failure rate."""
+    from tasks.cost.model import F_LOST
+    from tasks.cost.rules import today as rules_today
+    from tasks.estimate.scaling import load_fit
+    from warehouse import sql
 
-
-def finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)
+    fit, cfg, now = load_fit(), cfg or TierConfig(), today or rules_today()
+    if fit is None:
+        raise UserError("no collective fit (tasks/estimate/data/collective_fit.json): "
+                        "python -m tasks.estimate.collective_fit")
+    cal = cal_.calibrate(cal_.workloads(con), cal_.efficiencies(con))
+    if cal is None:
+        raise UserError("no measured fine-tune to calibrate the estimator on (costgap ingest warehouse/samples/)")
+    counts = {(t["provider"], t["instance_type"]): t["gpu_count"]
+              for t in [*extra, *sql.rows(con, "estimate_catalog", {"preset": None})]}
+    counts.update({(k[0], v["instance_type"]): int(v["gpu_count"]) for k, v in pr.instance_fabrics().items()
+                   if v.get("gpu_count")})
+    book = {(p["provider"], p["instance_type"]): {**p, "gpu_count": counts.get((p["provider"], p["instance_type"]))}
+            for p in sql.rows(con, "estimate_prices", {"today": now, "billing": billing, "currency": currency})
+            if not p["fx_missing"]}
+    fleet = sql.rows(con, "estimate_fleet_attempts")[0]
+    _p, r, r_why = est.rerun(fleet, (0, 0), F_LOST if f is None else f)
+    r_why = r_why.replace("its own history", "every fine-tune attempt in the warehouse")
+    (pa, why_a), (pb, why_b) = price(ma, book), price(mb, book)
+    res = {"size": size, "mode": mode, "currency": currency, "R": r, "r_source": r_why, "nodes_compared": nodes,
+           "a": {**answer(ma, size, mode, cal, cfg, pa, r), "price_source": why_a, "fabric_how": ma["fabric_how"]},
+           "b": {**answer(mb, size, mode, cal, cfg, pb, r), "price_source": why_b, "fabric_how": mb["fabric_how"]}}
+    if mb["fabric"] == "pcie":  # bracket: the same type if its GPUs cannot do peer-to-peer
+        res["b_host"] = answer({**mb, "fabric": "pcie-host"}, size, mode, cal, cfg, pb, r)
+    res["flip"] = flip(ma, mb, mode, cal, cfg, pa, pb, r)
+    res["nodes"] = []
+    bound = tcp_bound(fit)
+    for tag, m, ph in (("a", ma, pa), ("b", mb, pb)) if nodes > 1 else ():
+        gbps = (m["network"] or "tcp:0").split(":")[1]
+        for kind in ("rdma", "tcp"):
+            net = f"{kind}:{gbps}"
+            row = answer(m, size, mode, cal, cfg, ph, r, nodes=nodes, network=net, fit=fit)
+            if kind == "tcp" and row.get("efficiency") is None:
+                up = answer(m, size, mode, cal, cfg, ph, r, nodes=nodes, network=net, fit=bound)
+                row["tcp_line_rate_bound"] = {k: up.get(k) for k in ("efficiency", "cost", "tokens_per_s")}
+            res["nodes"].append({"tag": tag, **row})
+    return res
