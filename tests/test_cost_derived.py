@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tasks.cost.derived import TierConfig, derived, repeatability
+from tasks.cost.derived import derived, repeatability
 from tasks.estimate.tiers import tier_recommendations
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
