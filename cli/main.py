@@ -30,9 +30,9 @@ app = typer.Typer(
 )
 
 # One module per command group, each adding its commands to `app`, in the order --help lists them.
-from cli.commands import alerts, estimate, export, fx, gap, ingest, prices, rebuild, report, run, server  # noqa: E402,E501
+from cli.commands import alerts, estimate, export, fx, gap, ingest, prices, rebuild, report, run, scaling, server  # noqa: E402,E501
 
-for _mod in (run, ingest, prices, fx, gap, report, rebuild, alerts, estimate, export, server):
+for _mod in (run, ingest, prices, fx, gap, report, rebuild, alerts, estimate, scaling, export, server):
     _mod.register(app)
 
 

@@ -21,7 +21,7 @@ import duckdb
 from tasks.alerts import AlertConfig, recent
 from tasks.cost import rules
 from tasks.cost.changepoint import detect
-from tasks.cost.derived import tier_recommendations
+from tasks.estimate.tiers import tier_recommendations
 from tasks.cost.grid import compare_span
 from tasks.cost.run_points import run_gaps
 from tasks.cost.inputs import Span

@@ -108,7 +108,8 @@ class DemoSummary:
 
 
 def score_line(target: str, recorded: int, scored: list[dict]) -> str:
-    """One line on the estimates of `target` scored against its real samples."""
+    """One line on the estimates of `target` scored against its real samples (their tokens/s scores)."""
+    scored = [r for r in scored if r.get("kind") != "scaling"]
     if not scored:
         return f"demo: {recorded} estimate(s) for {target} recorded; none scored (no measurement of their presets)"
     median = statistics.median(abs(r["error"]) for r in scored)

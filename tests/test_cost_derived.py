@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tasks.cost.derived import TierConfig, derived, memory_need_gib, repeatability, tier_recommendations
+from tasks.cost.derived import derived, repeatability
+from tasks.estimate.tiers import tier_recommendations
 from tests.cost_support import T0, add_env, add_price, add_run, add_target, warehouse
 
 AS_OF = T0 + timedelta(days=5)
@@ -22,11 +23,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _two_instances(con) -> None:
-    add_target(con, "h100x8", "p", "r", "8x", gpu_count=8)
+    # an 8-GPU type whose interconnect is published (instance_fabrics.csv: NVSwitch, EFA) and a one-GPU type
+    add_target(con, "h100x8", "aws", "us-east-1", "p5.48xlarge", gpu_count=8)
     add_target(con, "a10", "p", "r", "a10", gpu_model="A10")
     add_env(con, "e80", gpu_memory_gib=80.0, gpu_count=8)
     add_env(con, "e24", gpu_memory_gib=24.0)
-    add_price(con, "p", "r", "8x", 24.0, seen=T0)
+    add_price(con, "aws", "us-east-1", "p5.48xlarge", 24.0, seen=T0)
     add_price(con, "p", "r", "a10", 0.75, seen=T0)
     for i, (x, y) in enumerate([(59000.0, 7900.0), (60000.0, 8000.0), (61000.0, 8100.0)]):
         add_run(con, f"h{i}", "h100x8", T0 + timedelta(days=i + 1), x, environment_id="e80", mfu=0.46,
@@ -43,33 +45,39 @@ def test_derived_figures(tmp_path):
     assert h["hours_to_train"] == pytest.approx(1e9 / 60000 / 3600)  # R = 1: no failures
     assert h["cost_to_train"] == pytest.approx(24.0 / (3600 * 60000) * 1e6 * 1000)  # C per 1M x 1000
     assert h["electricity_cost_per_mtok"] == pytest.approx(0.0031 * 0.2)
-    assert h["scaling_assumed"] is True  # 8 GPUs, no measured scaling efficiency
+    assert "scaling_assumed" not in h  # every derived figure is the instance's own, measured
     assert d["a10"]["electricity_cost_per_mtok"] is None  # not measured: NULL, not a guess
 
 
-def test_tier_recommendation_uses_memory_fit_and_marks_assumptions(tmp_path):
+def test_tiers_compare_within_a_mode_and_predict_past_one_card_from_the_interconnect(tmp_path):
+    from tasks.estimate.at_size import flops_per_token
+
     con = warehouse(tmp_path / "w.duckdb")
     _two_instances(con)
-    cfg = TierConfig()
-    # 7B full: 7e9 x (16 + 2) B = 126e9 B = 117 GiB; LoRA: 7e9 x (2 + 0.01 x 16 + 2) B = 29.1e9 B = 27 GiB
-    assert memory_need_gib(7e9, "full", cfg) == pytest.approx(126e9 / 2**30)
-    assert memory_need_gib(7e9, "lora", cfg) == pytest.approx(29.12e9 / 2**30)
-    t = tier_recommendations(con, as_of=AS_OF)
-    rows = {(r["tier"], r["target"]): r for r in t.to_dicts()}
-    small = rows[("<=7B", "h100x8")]
-    assert small["fits"] and small["mode"] == "full" and small["recommended"] and small["assumed"]
-    assert "ASSUMED scaling efficiency 0.9" in small["reason"] and "measured MFU 46%" in small["reason"]
-    # X at 7B full = 60000 tok/s x (6 x 1e9)/(6 x 7e9) x 8 GPUs x 0.9 = 61714.3 tok/s
-    assert small["tokens_per_s"] == pytest.approx(60000 / 7 * 8 * 0.9)
-    assert small["cost_per_mtok"] == pytest.approx(24.0 / (3600 * 60000 / 7 * 8 * 0.9) * 1e6)
-    a10 = rows[("<=7B", "a10")]
-    assert not a10["fits"] and "does not fit" in a10["reason"] and not a10["recommended"]
-    big = rows[(">13B", "h100x8")]
-    assert big["mode"] == "lora" and big["fits"]
-    con.execute("update finetunes set scaling_efficiency = 0.8 where run_id like 'h%'")
-    measured = {(r["tier"], r["target"]): r for r in tier_recommendations(con, as_of=AS_OF).to_dicts()}
-    assert not measured[("<=7B", "h100x8")]["assumed"] and "measured scaling efficiency 0.80" in measured[
-        ("<=7B", "h100x8")]["reason"]
+    t = tier_recommendations(con, as_of=AS_OF, today=AS_OF)
+    rows = {(r["tier"], r["mode"], r["target"]): r for r in t.to_dicts()}
+    small = rows[("<=7B", "full", "h100x8")]
+    assert small["fits"] and small["strategy"] == "ddp" and small["recommended"]
+    assert small["scaling_label"].startswith("predicted from nvswitch") and "busbw" in small["scaling_label"]
+    assert small["fabric"] == "nvswitch" and small["scaling_lo"] <= small["scaling"] <= small["scaling_hi"] < 1
+    # 60,000 tokens/s on one GPU scaled to 7B by FLOPs per token, times 8 GPUs at the predicted efficiency
+    x1 = 60000 * 6e9 / flops_per_token(7e9, "full", False)
+    assert small["tokens_per_s"] == pytest.approx(x1 * 8 * small["scaling"])
+    assert small["cost_per_mtok"] == pytest.approx(24.0 / (3600 * small["tokens_per_s"]) * 1e6)
+    assert "ASSUMED 0.9" not in " ".join(r["reason"] or "" for r in t.to_dicts())
+    a10_full, a10_lora = rows[("<=7B", "full", "a10")], rows[("<=7B", "lora", "a10")]
+    assert a10_full["fits"] is False and "needs" in a10_full["reason"] and not a10_full["recommended"]
+    assert a10_lora["fits"] and a10_lora["cost_per_mtok"] is not None  # LoRA is compared with LoRA only
+    for (tier, mode), group in t.group_by("tier", "mode"):
+        assert group["recommended"].sum() <= 1  # one recommendation per tier and mode
+    big = rows[(">13B", "lora", "h100x8")]
+    assert big["fits"] and big["strategy"] == "fsdp"  # 70B LoRA: sharded over the 8 GPUs
+    # a measured multi-GPU run wins over the prediction
+    con.execute("update finetunes set scaling_efficiency = 0.8, n_gpus = 8 where run_id like 'h%'")
+    measured = {(r["tier"], r["mode"], r["target"]): r for r in tier_recommendations(con, as_of=AS_OF, today=AS_OF).to_dicts()}
+    m = measured[("<=7B", "full", "h100x8")]
+    assert m["scaling"] == 0.8 and m["scaling_label"] == "measured on this type" and not m["predicted"]
+    assert m["tokens_per_s"] == pytest.approx(60000 / 8 / 0.8 * 6e9 / flops_per_token(7e9, "full", False) * 8 * 0.8)
 
 
 def test_repeatability_per_environment(tmp_path):
@@ -107,7 +115,9 @@ def test_cli_targets_and_errors(tmp_path):
     assert lines[2].strip().startswith("today: ") and "/1M tokens" in lines[2]  # today's price beside it
     tiers = CliRunner().invoke(app, ["tiers", "--window", "3650d", "--warehouse", str(path)])
     assert tiers.exit_code == 0, tiers.output
-    assert "* <=7B   h100x8" in tiers.output and "does not fit" in tiers.output and "tokens/GPU-day" in tiers.output
+    assert "<=7B (7B), full fine-tune:" in tiers.output and "* p5.48xlarge (aws, 8x H100-SXM)" in tiers.output
+    assert "predicted from nvswitch" in tiers.output and "busbw" in tiers.output and "does not fit" in tiers.output
+    assert "tokens/GPU-day" in tiers.output and "ASSUMED 0.9" not in tiers.output
     costgap = [sys.executable, "-c", "from cli.main import main; main()"]
     bad = subprocess.run(costgap + ["gap", "a10", "nope", "--warehouse", str(path)], capture_output=True, text=True,
                          cwd=REPO)

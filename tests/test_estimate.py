@@ -96,10 +96,9 @@ def test_loo_and_held_out_scores(cal):
     assert held["scored"] == len(track.published()) and all(f["source"] and f["date"] for f in track.published())
 
 
-def test_duplicated_constants_match_the_probe():
-    from tasks.probe.finetune import presets, qlora
+def test_checkpointing_bound_matches_the_probe():
+    from tasks.probe.finetune import presets
 
-    assert cal_.NF4_BYTES == qlora.NF4_BYTES_PER_PARAM
     for name in ("1b", "8b-lora", "bert-large"):  # checkpointing keeps at most CKPT_KEEP of the activations
         p = presets.PRESETS[name]
 
@@ -108,7 +107,6 @@ def test_duplicated_constants_match_the_probe():
                     - presets.estimate_bytes(p, 1, precision="bf16", checkpointing=ckpt))
 
         assert act(True) / act(False) <= cal_.CKPT_KEEP
-    assert cal_.FULL_STATE_BYTES["bf16"] == 8.0 and presets.param_dtypes("full", "bf16")[1].itemsize * 4 == 8
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +271,25 @@ def test_estimates_are_scored_when_bundles_measured_before_them_land_after_them(
         assert k["measured_at"] == ran and k["measurement_landed_at"] == landed > at
     assert kept["a10-box"]["inside"] is True and kept["a10-box"]["error"] == pytest.approx(0.0, abs=1e-9)
     assert kept["a10-two"]["inside"] is False and kept["a10-two"]["error"] == pytest.approx(4.0)
+
+
+def test_past_one_gpu_the_scaling_is_measured_or_predicted_from_the_fabric_never_assumed(cal):
+    """Issue 42: an 8-GPU type scales by the efficiency predicted from its fabric (labelled so), a type with no
+    published fabric has no estimate, a measured efficiency wins, and a preset too big for one card is sharded."""
+    w, h100 = cal.reference["1b"], cal_.match_gpu("H100-SXM")
+    one = est.predict(w, h100, 1, cal)
+    eight = est.predict(w, h100, 8, cal, fabric="nvswitch")
+    assert eight.tokens_per_s == pytest.approx(one.tokens_per_s * 8 * eight.scaling, rel=1e-6)
+    assert eight.scaling_lo <= eight.scaling <= eight.scaling_hi < 1 and eight.strategy == "ddp"
+    assert eight.scaling_label.startswith("predicted from nvswitch") and "busbw" in eight.scaling_label
+    assert any("8 GPUs at scaling efficiency" in a for a in eight.assumptions)
+    assert not any("ASSUMED" in a and "scaling" in a for a in eight.assumptions)
+    unknown = est.predict(w, h100, 8, cal)
+    assert unknown.tokens_per_s is None and "fabric unknown" in unknown.reason
+    measured = est.predict(w, h100, 8, cal, fabric="nvswitch", measured_scaling=0.8)
+    assert measured.tokens_per_s == pytest.approx(one.tokens_per_s * 8 * 0.8) and measured.scaling_label == \
+        "measured on this type"
+    a10 = cal_.match_gpu("A10")
+    assert est.predict(cal.reference["7b-full"], a10, 1, cal).fit == "does not fit"
+    sharded = est.predict(cal.reference["7b-full"], a10, 4, cal, fabric="pcie")
+    assert sharded.tokens_per_s is not None and sharded.strategy == "fsdp"

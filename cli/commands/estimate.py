@@ -42,8 +42,10 @@ def _line(r: dict) -> str:
         return f"  {r['status']:<10} {where}: {r['reason']}"
     cost = (f"{r['cost_per_mtok']:.4g} {cur}/1M tokens (90% {r['cost_lo']:.4g}..{r['cost_hi']:.4g}), R {r['R']:.3f}"
             if r["cost_per_mtok"] is not None else "no price")
+    scaling = (f", x{r['gpu_count']} at scaling {r['scaling']:.2f} (90% {r['scaling_lo']:.2f}..{r['scaling_hi']:.2f}) "
+               f"{r['scaling_label']}" if r.get("gpu_count", 1) > 1 and r.get("scaling") is not None else "")
     return (f"  estimate   {where}: {r['tokens_per_s']:,.0f} tokens/s (90% {r['lo']:,.0f}..{r['hi']:,.0f}) "
-            f"{r['precision']}, {cost}")
+            f"{r['precision']}{scaling}, {cost}")
 
 
 def estimate_cmd(

@@ -3,7 +3,7 @@
     costgap targets --window 30d          # the cost of measuring per target and month, then the cost table
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
-    costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25]
+    costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25] [--catalog vms.csv]
 
 `gap` prints both costs per 1M tokens, the gap with its 90% interval, and the price, throughput and
 reliability terms, which sum exactly to ln(C_A/C_B); then the significant throughput shifts at
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -241,40 +241,68 @@ def tiers_cmd(
     train_tokens: float = typer.Option(1e9, "--tokens", help="Tokens to train, for hours and cost to train."),
     kwh_price: float = typer.Option(0.15, "--kwh-price", help="Electricity price per kWh in the reporting "
                                     "currency (default 0.15: an ASSUMED round tariff)."),
+    catalog: Optional[List[str]] = typer.Option(None, "--catalog", help="A SkyPilot v7 vms.csv whose GPU instance "
+                                                "types join the candidates (repeatable)."),
+    targets_file: Optional[str] = typer.Option(None, "--targets-file", help="Targets file (default: "
+                                               "$COSTGAP_TARGETS, then deploy/targets.toml where present)."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
 ) -> None:
-    """Per model-size tier (<=7B, 7-13B, >13B): which targets fit, at what cost; plus derived figures."""
-    from tasks.cost.derived import derived, tier_recommendations
+    """Per model-size tier (<=7B, 7-13B, >13B) and training mode (full, LoRA): which instance types fit, at what
+    cost; past one card measured, else predicted from the interconnect. Plus derived figures per measurement."""
+    from cli.commands.estimate import _extra
+    from tasks.cost.derived import derived
+    from tasks.estimate.tiers import tier_recommendations
     from warehouse.db import reading
 
     kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency,
               f=_lost_fraction(checkpoint_every, f))
+    extra = _extra(targets_file, catalog or [])
     with reading(warehouse_path(warehouse)) as con:
-        tiers = tier_recommendations(con, **kw).to_dicts()
-        extra = derived(con, train_tokens=train_tokens, price_per_kwh=kwh_price, **kw).to_dicts()
+        tiers = tier_recommendations(con, extra=extra, train_tokens=train_tokens, **kw).to_dicts()
+        extra_rows = derived(con, train_tokens=train_tokens, price_per_kwh=kwh_price, **kw).to_dicts()
     if as_json:
-        typer.echo(json.dumps({"tiers": tiers, "derived": extra}, indent=2, default=str))
+        typer.echo(json.dumps({"tiers": tiers, "derived": extra_rows}, indent=2, default=str))
         return
-    for r in tiers:
-        cost = f"{r['cost_per_mtok']:.4g} {currency}/1M tokens" if r["cost_per_mtok"] is not None else "no cost"
-        mark = "*" if r["recommended"] else " "
-        stale = f"{_window_flag(r).strip()}; " if r["cost_per_mtok"] is not None and _window_flag(r) else ""
-        today = "today's price STALE " if r["price_stale_today"] else ""
-        unstable = f"{_unstable_flag(r).strip()}; " if r["cost_per_mtok"] is not None and r.get("unstable") else ""
-        typer.echo(f"{mark} {r['tier']:<6} {r['target']:<28} {cost:<24} {stale}{today}{unstable}"
-                   f"{'ASSUMED ' if r['assumed'] else ''}{r['reason']}")
-    for r in extra:
+    _tier_lines(tiers, currency, train_tokens)
+    for r in extra_rows:
         if r["tokens_per_s"] is None:  # a preset whose fine-tunes all failed or were not applicable
             typer.echo(f"  {r['target']}/{r['preset']}: no cost: {r['no_cost_reason']}")
             continue
         kwh = (f"{r['kwh_per_mtok']:.4g} kWh/1M tokens = {r['electricity_cost_per_mtok']:.4g} {currency}"
                if r["kwh_per_mtok"] is not None else "energy not measured")
-        hours = f"{r['hours_to_train']:.4g} h" if r["hours_to_train"] is not None else "?"
-        money = f"{r['cost_to_train']:.4g} {currency}" if r["cost_to_train"] is not None else "no price"
+        hours = f"{r['hours_to_train']:,.1f} h" if r["hours_to_train"] is not None else "?"
+        money = f"{r['cost_to_train']:,.2f} {currency}" if r["cost_to_train"] is not None else "no price"
         stale = _window_flag(r) if r["cost_to_train"] is not None else ""  # the cost to train is C x N
-        typer.echo(f"  {r['target']}/{r['preset']}: {r['tokens_per_gpu_day']:.4g} tokens/GPU-day; {train_tokens:.3g} "
-                   f"tokens in {hours}, {money}; {kwh}{stale}{_unstable_flag(r)}")
+        typer.echo(f"  {r['target']}/{r['preset']}: {r['tokens_per_gpu_day']:,.0f} tokens/GPU-day; {train_tokens:,.0f} "
+                   f"tokens in {hours}, {money}; {kwh}{stale}{_unstable_flag(r)} (measured)")
+
+
+def _tier_lines(tiers: list[dict], currency: str, train_tokens: float) -> None:
+    """Per (tier, mode): the cheapest fitting type first (*), each row labelled measured or predicted."""
+    from tasks.estimate.evidence import sig
+
+    group = None
+    for r in tiers:
+        if (r["tier"], r["mode"]) != group:
+            group = (r["tier"], r["mode"])
+            typer.echo(f"{r['tier']} ({r['tier_params'] / 1e9:,.0f}B), {r['mode']} fine-tune:")
+        where = f"{r['instance_type']} ({r['provider']}, {r['gpus']}x {r['gpu']})"
+        if r["cost_per_mtok"] is None:
+            typer.echo(f"    {where}: {'does not fit' if r['fits'] is False else 'no cost'}: {r['reason']}")
+            continue
+        scaling = ""
+        if r["gpus"] > 1 and r["scaling"] is not None:
+            scaling = (f"; {r['strategy'] or ''} efficiency {r['scaling']:.2f} (90% {r['scaling_lo']:.2f}.."
+                       f"{r['scaling_hi']:.2f}), {r['scaling_label']}")
+        flags = (f"; {_window_flag(r).strip()}" if _window_flag(r) else "") + (
+            f"; {_unstable_flag(r).strip()}" if r.get("unstable") else "")
+        typer.echo(f"  {'*' if r['recommended'] else ' '} {where}: {sig(r['cost_per_mtok'])} {currency}/1M tokens "
+                   f"(90% {sig(r['cost_lo'])}..{sig(r['cost_hi'])}), "
+                   f"{'from its measured tokens/s' if r['status'] == 'measured' else 'ESTIMATED tokens/s'}"
+                   f"{' (MFU ASSUMED equal)' if r['assumed'] else ''}"
+                   f"{scaling}; {train_tokens:,.0f} tokens in {r['hours_to_train']:,.1f} h for "
+                   f"{r['cost_to_train']:,.2f} {currency}{flags}")
 
 
 def register(app: typer.Typer) -> None:

@@ -44,8 +44,21 @@ def load(con, today, currency: str = "USD", billing: str | None = "on_demand", e
         except UserError as e:  # e.g. a missing FX rate for a candidate's price: said on the page, not hidden
             errors.append(f"{p}: no estimates: {e}")
     return {"presets": presets, "errors": errors, "next": [r for rows in presets.values() for r in measure_next(rows)],
+            "pair": _pair(con, today, currency, billing, extra or []),
             "loo": track.leave_one_out(cal), "held_out": track.held_out(cal), "track": track.track_record(con),
             "by_target": track.leave_one_target_out(ws, lambda t: cal_.efficiencies(con, leave_out=t))}
+
+
+def _pair(con, today, currency: str, billing: str | None, extra: list[dict]) -> dict:
+    """The seed's question past one card (tasks/estimate/pair.py), or why it has no answer here."""
+    from tasks.errors import UserError
+    from tasks.estimate import pair
+
+    try:
+        a, b = pair.machine(pair.SEED[0]), pair.machine(pair.SEED[1], pair.SEED_FABRIC_B)
+        return pair.compare(con, a, b, billing=billing or "on_demand", currency=currency, today=today, extra=extra)
+    except UserError as e:
+        return {"error": str(e)}
 
 
 def _cost_chart(rows: list[dict], preset: str) -> dict:
@@ -111,7 +124,10 @@ def candidates_page(data) -> Page:
                   "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "cost": _num(r["cost_per_mtok"]),
                   "interval": (Raw(esc(f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}"), sort=r["cost_lo"])
                                if r["cost_lo"] is not None else None),
-                  "why": r["reason"] or (f"{r['fit']}, {r['precision']}" if r["status"] == "estimate" else "measured")}
+                  "why": r["reason"] or ((f"{r['fit']}, {r['precision']}" + (
+                      f"; x{r['gpu_count']} at scaling {r['scaling']:.2f} ({r['scaling_lo']:.2f}..{r['scaling_hi']:.2f}), "
+                      f"{r['scaling_label']}" if r["gpu_count"] > 1 and r.get("scaling_lo") is not None else ""))
+                      if r["status"] == "estimate" else "measured")}
                  for r in rows]
         parts = [p.table(f"candidates_{preset}", cols, shown, numeric=("tokens_per_s", "cost", "interval"), csv=[{k: v for k, v in r.items() if k != "assumptions"}
                                                                     | {"assumptions": " | ".join(r["assumptions"])}
@@ -123,6 +139,7 @@ def candidates_page(data) -> Page:
                                                           "cost_lo", "cost_hi", "currency")}
                                        for r in rows if r["cost_per_mtok"] is not None]))
         p.card("".join(parts))
+    _pair_section(p, cand.get("pair"))
     p.h2("Measure next")
     nxt = cand["next"]
     p.card("<p>Estimated types whose 90% interval reaches the cheapest measured cost: measuring them could change "
@@ -184,3 +201,52 @@ def candidates_page(data) -> Page:
                              numeric=("tokens_per_s", "interval", "measured_tokens_per_s", "error")))
     p.card("".join(parts))
     return p
+
+
+def _pair_chart(flip: dict, names: dict, mode: str) -> dict:
+    data = [{"size_b": r["size"] / 1e9, "machine": names[k], "cost": r[k]} for r in flip["rows"] for k in ("a", "b")
+            if r[k] is not None]
+    return alt.Chart(alt.Data(values=data)).mark_line(point=True, strokeDash=[4, 3]).encode(
+        x=alt.X("size_b:Q", title=f"model size, billion parameters ({mode})", scale=alt.Scale(type="log")),
+        y=alt.Y("cost:Q", title="PREDICTED cost per 1M tokens", scale=alt.Scale(type="log")),
+        color=alt.Color("machine:N", title=None, legend=alt.Legend(orient="bottom", columns=1)),
+        tooltip=["machine:N", "size_b:Q", "cost:Q"]).properties(width=420, height=240).to_dict()
+
+
+def _pair_section(p: Page, res: dict | None) -> None:
+    """The seed's question past one card: two multi-GPU types, PREDICTED from their interconnect."""
+    p.h2("Past one card: PREDICTED from the interconnect")
+    if not res or res.get("error"):
+        p.card(f"<p>No prediction: {esc((res or {}).get('error', 'not computed'))}</p>")
+        return
+    cur = res["currency"]
+    rows = [("A", res["a"]), ("B", res["b"])] + ([("B without peer-to-peer", res["b_host"])] if "b_host" in res else [])
+    rows += [(f"{r['tag'].upper()} x{r['nodes']} nodes over {r['network']}", r) for r in res.get("nodes", [])]
+    cols = [("what", "Machine (predicted)"), ("gpus", "GPUs"), ("how", "Fabric, strategy"), ("eff", "Scaling efficiency"),
+            ("comm", "Communication share"), ("cost", f"Cost per 1M tokens ({cur})"), ("why", "Why")]
+    shown = []
+    for tag, r in rows:
+        bound = r.get("tcp_line_rate_bound") or {}
+        shown.append({"what": f"{tag}: {r['machine']}", "gpus": r["gpus"],
+                      "how": f"{r['fabric']}, {r.get('strategy') or ''}".strip(", "),
+                      "eff": (Raw(esc(f"{r['efficiency']:.2f} ({r['eff_lo']:.2f}..{r['eff_hi']:.2f})"), sort=r["efficiency"])
+                              if r.get("efficiency") is not None else None),
+                      "comm": _num(r.get("comm_share"), ".1%"),
+                      "cost": (Raw(esc(f"{_fmt(r['cost'])} ({_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])})"), sort=r["cost"])
+                               if r.get("cost") is not None else None),
+                      "why": (r.get("label") or r.get("reason") or "")
+                      + (f"; at most {bound['efficiency']:.2f} even at TCP's full line rate"
+                         if bound.get("efficiency") is not None else "")})
+    names = {"a": f"A {res['a']['machine']}", "b": f"B {res['b']['machine']}"}
+    changes = "; ".join(f"{'A' if x == 'a' else 'B' if x == 'b' else 'neither'} cheaper up to {s0 / 1e9:,.1f}B, then "
+                        f"{'A' if y == 'a' else 'B' if y == 'b' else 'neither fits'} from {s1 / 1e9:,.1f}B"
+                        for s0, s1, x, y in res["flip"]["changes"]) or "no change of the cheaper machine"
+    p.card(f"<p>The seed's question, as a PREDICTION (not a measurement): a {res['size'] / 1e9:,.0f}B {esc(res['mode'])} "
+           "fine-tune on two multi-GPU types, each GPU's tokens/s from the calibrated estimator, the scaling efficiency "
+           "predicted from the interconnect (a collective model fitted on public nccl-tests rows, a step model fitted on "
+           "public scaling rows; costgap scaling). Where the ranking changes with model size: "
+           f"{esc(changes)}.</p>" + p.table("scaling_pair", cols, shown, numeric=("gpus", "eff", "comm", "cost"),
+                                            csv=[{k: v for k, v in r.items() if k != "notes"} for _, r in rows])
+           + p.chart("scaling-pair", lambda: _pair_chart(res["flip"], names, res["mode"]),
+                     "PREDICTED cost per 1M tokens against model size: where the lines cross, the cheaper type changes.",
+                     rows=[{"size": r["size"], **{names[k]: r[k] for k in ("a", "b")}} for r in res["flip"]["rows"]]))

@@ -12,7 +12,7 @@ from reports import charts
 from reports.pages import story
 from reports.data import ReportData, Rows, Section
 from reports.pages.html import Raw, badge, empty, esc, fmt, interval_text, p_text, pct, sig
-from reports.pages.page import (PICKER_JS, Page, _section, _target_link, changes_table, gpu_count, pct_cell,
+from reports.pages.page import (PICKER_JS, Page, _section, _target_link, changes_table, pct_cell,
                           unstable_badge)
 from reports.pages.answer import answer, glossary, picker, price_throughput
 from reports.pages.detail import hardware, quality, reliability
@@ -158,20 +158,24 @@ def _recent(p: Page, sec: Section) -> str:
 
 def _basis(r: dict, params: dict) -> Raw | None:
     """'measured' only where the tier's size is the size measured; 'scaled from <preset>' where the figure came
-    from another model size (tasks.cost.derived scales tokens/s by FLOPs per token); 'assumed' beside either
-    where an input (MFU, scaling efficiency) was not measured."""
+    from another model size (tasks/estimate/at_size.py scales tokens/s by FLOPs per token); 'estimate' for a type
+    not measured; past one card 'predicted from <fabric>, busbw <x> GB/s' (or 'measured scaling')."""
     if r.get("cost_per_mtok") is None:
         return None
-    measured = params.get((r["target"], r["preset"]))
+    measured = params.get((r["target"], r["preset"])) if r.get("target") else None
     scaled = measured is None or abs(measured - r["tier_params"]) > 0.005 * r["tier_params"]
-    parts = [badge(f"scaled from {r['preset']}", "warn") if scaled else badge("measured", "good")]
+    parts = ([badge("estimate", "warn")] if r.get("status") == "estimate" else
+             [badge(f"scaled from {r['preset']}", "warn") if scaled else badge("measured", "good")])
     if r.get("assumed"):
-        parts.append(badge("assumed", "warn"))
-    return Raw(" ".join(parts), sort=("scaled" if scaled else "measured") + (" assumed" if r.get("assumed") else ""))
+        parts.append(badge("MFU assumed", "warn"))
+    if (r.get("gpus") or 1) > 1 and r.get("scaling_label"):
+        parts.append(badge(f"{r['scaling_label']}, efficiency {r['scaling']:.2f}",
+                           "good" if r["scaling_label"].startswith("measured") else "warn"))
+    return Raw(" ".join(str(x) for x in parts), sort=r.get("status") or "")
 
 
 def _tiers(p: Page, data: ReportData, cur: str) -> str:
-    """Per model-size tier: the cheapest target that fits (highlighted), then the others, with why."""
+    """Per model-size tier and training mode: the cheapest type that fits (highlighted), then the others, with why."""
     params = {(r["target"], r["preset"]): r.get("params_total") for r in data.cost.rows}
     shown = []
     for r in data.tiers.rows:
@@ -179,21 +183,23 @@ def _tiers(p: Page, data: ReportData, cur: str) -> str:
                    sort=r.get("tier"))
         stale = f" {badge('stale price', 'warn')}" if r.get("price_stale") else ""
         shown.append(dict(
-            r, tier=tier, target=_target_link(r["target"]) if r.get("target") else None,
-            gpus=gpu_count(data, r.get("target")),
-            cost_per_mtok=(Raw(f"{sig(r['cost_per_mtok'])}{stale}{unstable_badge(r)}", sort=r["cost_per_mtok"])
+            r, tier=tier, target=_target_link(r["target"]) if r.get("target") else r.get("instance_type"),
+            cost_per_mtok=(Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">{esc(interval_text(r['cost_lo'], r['cost_hi']))}"
+                               f"</span>{stale}{unstable_badge(r)}", sort=r["cost_per_mtok"])
                            if r.get("cost_per_mtok") is not None else None),
-            fits=(badge("fits", "good") if r.get("fits") else badge("does not fit", "bad") if r.get("fits") is False
-                  else badge("not assessed", "warn")),
+            fits=(badge(f"fits ({r['strategy']})", "good") if r.get("fits") else badge("does not fit", "bad")
+                  if r.get("fits") is False else badge("not assessed", "warn")),
             basis=_basis(r, params), _rec=r.get("recommended")))
-    return ('<p>Cost per 1M tokens at each tier\'s representative model size. "Measured" only where that size was '
-            'run; "scaled from" a preset where tokens/s was scaled from a smaller model by FLOPs per token at the '
-            'measured MFU; "assumed" where an input (MFU, multi-GPU scaling) was not measured.</p>' + p.table(
-                "tiers", [("tier", "Tier"), ("target", "Target"), ("preset", "Measured on"), ("mode", "Mode"),
+    return ('<p>Cost per 1M tokens at each tier\'s representative model size, compared within one training mode '
+            '(full against full, LoRA against LoRA). "Measured" only where that size was run; "scaled from" a preset '
+            'where tokens/s was scaled from another model size by FLOPs per token at the measured MFU; "estimate" for '
+            'a type not measured. Past one card the scaling efficiency is measured where the distributed probe ran, '
+            'else PREDICTED from the interconnect (fabric inside the node, busbw).</p>' + p.table(
+                "tiers", [("tier", "Tier"), ("mode", "Mode"), ("target", "Target or type"), ("preset", "From"),
                           ("gpus", "GPUs"), ("cost_per_mtok", f"Cost / 1M tokens ({cur})"), ("fits", "Memory"),
                           ("basis", "Basis"), ("reason", "Why")],
                 shown, numeric=("gpus", "cost_per_mtok"), row_class=lambda r: "base" if r.get("_rec") else "",
-                csv=[dict(r, gpus=gpu_count(data, r.get("target"))) for r in data.tiers.rows]))
+                csv=data.tiers.rows))
 
 
 def why(data: ReportData) -> Page:

@@ -20,9 +20,10 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tasks.errors import UserError
+from tasks.fabric import check_fabric, parse_network
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"  # same rule as a bundle's target (tasks.bundle)
 Dispatch = Literal["local", "pool", "import", "kubernetes"]
@@ -64,6 +65,21 @@ class Target(BaseModel):
     vcpus: int | None = Field(default=None, gt=0)  # the instance's vCPUs: the pod requests what fits beside
     # the node's reservations (deploy/pools.py requests_that_fit)
     memory_gib: float | None = Field(default=None, gt=0)  # the instance's memory, GiB, as the provider sells it
+    # the interconnect (tasks/fabric.py's vocabulary), when the published facts (tasks/estimate/data/
+    # instance_fabrics.csv, by provider and instance type) do not say it or say it wrong; None: from there
+    fabric: str | None = None  # nvswitch | nvlink | pcie | pcie-host: how the instance's GPUs talk
+    network: str | None = None  # "kind:gbps" (rdma, efa, tcp; the node's NICs together) between instances
+
+    @field_validator("fabric")
+    @classmethod
+    def _fabric(cls, v: str | None) -> str | None:
+        return check_fabric(v)
+
+    @field_validator("network")
+    @classmethod
+    def _network(cls, v: str | None) -> str | None:
+        net = parse_network(v)
+        return str(net) if net else None
 
     @model_validator(mode="after")
     def _mode_fields(self) -> "Target":

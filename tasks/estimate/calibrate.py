@@ -29,6 +29,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from tasks.probe.finetune import memory
 from warehouse import sql
 
 GIB = 1024 ** 3
@@ -41,15 +42,9 @@ def gpu_catalog() -> tuple[dict, ...]:
     return tuple(json.loads(_SPECS.read_text(encoding="utf-8"))["gpus"])
 
 
-# Bytes of resident training state per parameter, by (mode, precision). The probe trains pure bf16
-# (tasks/probe/presets.param_dtypes): full = weights, grads and two AdamW moments at 2 B = 8 B; fp16
-# keeps fp32 master weights, grads and moments under autocast = 16 B. LoRA/QLoRA keep the frozen base
-# at 2 B (bf16/fp16) or NF4's bytes (tasks/probe/qlora.NF4_BYTES_PER_PARAM: importing it needs torch,
-# so tests/test_estimate.py holds this copy equal to it); the adapters train at 16 B, an upper bound.
-FULL_STATE_BYTES = {"bf16": 8.0, "fp16": 16.0}
-FROZEN_BYTES = 2.0
-NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
-ADAPTER_BYTES = 16.0
+# Bytes of resident training state: the one memory model (tasks/probe/finetune/memory.py), shared with the
+# probe's plan and the tiers. ADAPTER_BYTES: what a LoRA adapter parameter holds (an upper bound).
+ADAPTER_BYTES = memory.ADAPTER_BYTES_PER_PARAM
 ACT_PASSES = 3.0  # ASSUMED: each saved activation byte is written (forward), read (backward), and its gradient moved once
 WEIGHT_READS = 3.0  # ASSUMED: weights read per micro-batch: forward, input gradients, weight gradients
 CKPT_KEEP = 0.4  # ASSUMED: checkpointing keeps <= 40% of a step's activations (the probe's memory model
@@ -102,13 +97,11 @@ class Workload:
     checkpointing: bool = False  # the measured run's activation checkpointing (its search's choice)
 
     def state_bytes(self, precision: str) -> float:
-        """Resident weights, gradients and optimizer state."""
-        if self.mode == "full":
-            return self.params_total * FULL_STATE_BYTES[precision]
-        embed = self.params_total - self.params_non_embedding - self.params_trainable
-        base = (self.params_non_embedding * NF4_BYTES + max(embed, 0) * FROZEN_BYTES if self.mode == "qlora"
-                else (self.params_total - self.params_trainable) * FROZEN_BYTES)
-        return base + self.params_trainable * ADAPTER_BYTES
+        """Resident weights, gradients and optimizer state (the one memory model; QLoRA quantizes the
+        non-embedding frozen weights)."""
+        return memory.state_bytes(self.mode, precision, params_total=self.params_total,
+                                  params_trainable=0.0 if self.mode == "full" else self.params_trainable,
+                                  params_quantized=self.params_non_embedding)
 
     @property
     def act_bytes_per_token(self) -> float:

@@ -19,10 +19,15 @@ import duckdb
 
 from tasks.estimate import calibrate as cal_
 from tasks.estimate import estimate as est
+from tasks.estimate import fabrics
+from tasks.estimate import public_rows as pr
 from tasks.cost.model import CostOptions
 from tasks.errors import UserError
 from tasks.pricing.fx import FxError
 from warehouse import sql
+
+# past one GPU, what every row carries of the scaling (tasks/estimate/estimate.Prediction)
+SCALING_FIELDS = ("scaling", "scaling_lo", "scaling_hi", "scaling_label", "busbw_gbps", "comm_share", "strategy")
 
 
 def skypilot_entries(path: str) -> list[dict]:
@@ -51,7 +56,8 @@ def catalog_entries(targets_file, catalogs: list[str] = ()) -> list[dict]:
     out = []
     if targets_file is not None:
         out += [{"target": t.id, "provider": t.provider, "region": t.region, "instance_type": t.instance_type,
-                 "gpu_model": t.gpu_model, "gpu_count": t.gpu_count} for t in load_targets(targets_file) if t.gpu_model]
+                 "gpu_model": t.gpu_model, "gpu_count": t.gpu_count, "fabric": t.fabric, "network": t.network}
+                for t in load_targets(targets_file) if t.gpu_model]
     for c in catalogs:
         if not Path(c).is_file():
             raise UserError(f"--catalog {c}: no such file (a SkyPilot v7 vms.csv)")
@@ -62,8 +68,9 @@ def catalog_entries(targets_file, catalogs: list[str] = ()) -> list[dict]:
 def _catalog(con, preset: str, extra: list[dict]) -> list[dict]:
     rows = {(r["provider"], r["region"], r["instance_type"]): r for r in sql.rows(con, "estimate_catalog", {"preset": preset})
             if r["gpu_model"] and r["instance_type"]}
-    for e in extra:  # the warehouse's own rows win: they carry the type's run history
-        rows.setdefault((e["provider"], e["region"], e["instance_type"]), {"attempts": 0, "failed_attempts": 0, **e})
+    for e in extra:  # the warehouse's own rows win: they carry the type's run history (the file its interconnect)
+        row = rows.setdefault((e["provider"], e["region"], e["instance_type"]), {"attempts": 0, "failed_attempts": 0, **e})
+        row.update({k: e[k] for k in ("fabric", "network") if e.get(k)})
     return list(rows.values())
 
 
@@ -91,11 +98,13 @@ def candidates(con: duckdb.DuckDBPyConnection, preset: str, opts: CostOptions, t
                           f"{p['provider']}/{p['instance_type']}): add a dated rate; a missing rate is never 1.0")
         book[(p["provider"], p["region"], p["instance_type"])] = p
     entries = _catalog(con, preset, extra or [])
+    published = pr.instance_fabrics()
     fleet = (sum(e["failed_attempts"] for e in entries if e.get("target")),
              sum(e["attempts"] for e in entries if e.get("target")))
     out = []
     for e in entries:
-        sheet = cal_.match_gpu(e["gpu_model"])
+        ic = fabrics.interconnect(e, published)
+        sheet = cal_.match_gpu(ic.pop("published_gpu")) or cal_.match_gpu(e["gpu_model"])
         if gpu and not (sheet and gpu.lower() in (sheet.key.lower(), e["gpu_model"].lower())):
             continue
         key = (e["provider"], e["region"], e["instance_type"])
@@ -117,16 +126,21 @@ def candidates(con: duckdb.DuckDBPyConnection, preset: str, opts: CostOptions, t
                        cost_per_mtok=m["cost_per_mtok"], cost_lo=m["cost_lo"], cost_hi=m["cost_hi"],
                        price_per_hour=m["price_per_hour"], price_source=m["price_source"], runs=m["runs"],
                        fit="measured", micro_batch=None, checkpointing=None, compute_share=None, reason="",
+                       **({k: None for k in SCALING_FIELDS} | {
+                           "scaling": m.get("scaling_efficiency"),
+                           "scaling_label": "measured" if m.get("scaling_efficiency") is not None else None}),
                        assumptions=[f"measured: {m['runs']} runs in the window ending {m['window_end']:%Y-%m-%d}, "
                                     "the cost model's figure (no estimate)"])
             out.append(row)
             continue
-        pred = est.predict(ref, sheet, row["gpu_count"], cal, e["gpu_model"])
+        row.update(ic)
+        pred = est.predict(ref, sheet, row["gpu_count"], cal, e["gpu_model"], fabric=ic["fabric"], network=ic["network"])
         p, r, why = est.rerun(e if e.get("target") else None, fleet, opts.f)
         status = "estimate" if pred.tokens_per_s is not None else pred.fit
         row.update(status=status, tokens_per_s=pred.tokens_per_s, lo=pred.lo, hi=pred.hi, precision=pred.precision,
                    micro_batch=pred.micro_batch, checkpointing=pred.checkpointing, fit=pred.fit,
                    compute_share=pred.compute_share, reason=pred.reason, p=p, R=r, r_source=why, runs=0,
+                   **{k: getattr(pred, k) for k in SCALING_FIELDS},
                    assumptions=pred.assumptions + ([why] if pred.tokens_per_s is not None else []),
                    **est.price_row(pred, row["price_per_hour"], r))
         if pred.tokens_per_s is not None and row["price_per_hour"] is None:

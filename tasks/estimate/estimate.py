@@ -22,11 +22,13 @@ import math
 from dataclasses import dataclass, field
 
 from tasks.estimate import calibrate as cal_
+from tasks.estimate import scaling as scaling_
 from tasks.cost.derived import TierConfig
 from tasks.cost.model import effective_cost, failure_rate, rerun_factor
+from tasks.probe.finetune import memory
 
-MODEL_VERSION = "2"  # 2: the fastest configuration that fits, as the probe's search (issue 35); bump when the estimator's method changes: older track-record rows say which one made them
-TIER = TierConfig()  # memory headroom and the assumed multi-GPU scaling efficiency: the cost domain's, once
+MODEL_VERSION = "3"  # 3: multi-GPU scaling predicted from the interconnect (issue 42); 2: the fastest configuration that fits, as the probe's search (issue 35); bump when the estimator's method changes: older track-record rows say which one made them
+TIER = TierConfig()  # memory headroom: the cost domain's, once
 
 
 @dataclass
@@ -46,6 +48,16 @@ class Prediction:
     compute_share: float | None = None  # of a step's modelled time: the rest is bandwidth-bound
     reason: str = ""
     assumptions: list[str] = field(default_factory=list)
+    # past one GPU: the scaling efficiency (measured on this type, else predicted from its interconnect)
+    scaling: float | None = None
+    scaling_lo: float | None = None
+    scaling_hi: float | None = None
+    scaling_label: str | None = None  # "predicted from nvswitch, busbw 230 GB/s" | "measured on this type"
+    fabric: str | None = None
+    network: str | None = None
+    busbw_gbps: float | None = None
+    comm_share: float | None = None  # exposed communication's share of a step
+    strategy: str | None = None  # ddp | fsdp
 
 
 def _precision(w: cal_.Workload, sheet: cal_.Sheet) -> tuple[str | None, str | None]:
@@ -58,30 +70,52 @@ def _precision(w: cal_.Workload, sheet: cal_.Sheet) -> tuple[str | None, str | N
     return None, None
 
 
-def _largest(w: cal_.Workload, precision: str, usable: float, ckpt: bool) -> int:
-    """The measured micro-batch halved until the step fits `usable` bytes (0: not even 1)."""
-    state, keep, mb = w.state_bytes(precision), (cal_.CKPT_KEEP if ckpt else 1.0), w.micro_batch
+def _largest(w: cal_.Workload, precision: str, usable: float, ckpt: bool, shards: int = 1) -> int:
+    """The measured micro-batch halved until the step fits `usable` bytes (0: not even 1); the state split
+    over `shards` GPUs (FSDP/ZeRO-3)."""
+    state, keep, mb = w.state_bytes(precision) / shards, (cal_.CKPT_KEEP if ckpt else 1.0), w.micro_batch
     while mb >= 1 and state + mb * w.seq_len * w.act_bytes_per_token * keep > usable:
         mb //= 2
     return mb
 
 
-def configs(w: cal_.Workload, precision: str, usable: float) -> list[tuple[int, bool]]:
+def configs(w: cal_.Workload, precision: str, usable: float, shards: int = 1) -> list[tuple[int, bool]]:
     """The configurations the memory model says fit, as the probe tries them (tasks/probe/finetune/plan.py
     `candidates`): without checkpointing at the largest micro-batch, and with it at the largest it
     allows where that is bigger (at the same micro-batch it is only the same step plus a recomputed
     forward). No rule of thumb picks between them: `predict` estimates each and keeps the fastest."""
-    plain, ckpt = _largest(w, precision, usable, False), _largest(w, precision, usable, True)
+    plain, ckpt = _largest(w, precision, usable, False, shards), _largest(w, precision, usable, True, shards)
     out = [(plain, False)] if plain >= 1 else []
     if ckpt >= 1 and ckpt > plain:
         out.append((ckpt, True))
     return out
 
 
+def _scaling(w: cal_.Workload, sheet: cal_.Sheet, precision: str, count: int, nodes: int, tokens: float,
+             tokens_per_s_1: float, shards: int, fabric: str | None, network: str | None,
+             measured: float | None) -> scaling_.Scaling:
+    """The scaling efficiency of this configuration: measured on the type where it was, else predicted."""
+    if count * nodes == 1:
+        return scaling_.Scaling(efficiency=1.0, lo=1.0, hi=1.0)
+    if measured is not None:
+        return scaling_.Scaling(efficiency=measured, lo=measured, hi=measured, strategy="measured",
+                                reason="measured on this type by the distributed probe (wins over the prediction)")
+    trainable = w.params_total if w.mode == "full" else w.params_trainable
+    return scaling_.predict_scaling(
+        sheet.key, count, fabric, params=w.params_total, trainable_params=trainable, tokens_per_gpu_step=tokens,
+        tokens_per_s_1=tokens_per_s_1, strategy="fsdp" if shards > 1 else "ddp", nodes=nodes, network=network,
+        grad_bytes_per_param=memory.gradient_bytes_per_param(w.mode, precision),
+        param_bytes=float(memory.param_bytes(w.mode, precision)[1 if w.mode == "full" else 0]))
+
+
 def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Calibration,
-            gpu_name: str | None = None) -> Prediction:
-    """Tokens/s of preset `w` on `count` x `sheet`, with its 90% interval and assumptions."""
+            gpu_name: str | None = None, *, fabric: str | None = None, network: str | None = None, nodes: int = 1,
+            measured_scaling: float | None = None) -> Prediction:
+    """Tokens/s of preset `w` on `count` x `sheet` (x `nodes`), with its 90% interval and assumptions. Past one
+    GPU: x count x the scaling efficiency measured on this type (`measured_scaling`), else predicted from its
+    `fabric` and `network` (tasks/estimate/scaling.py); the state sharded (FSDP) where it does not fit one card."""
     out = Prediction(w.preset, sheet.key if sheet else gpu_name, count)
+    gpus = count * nodes
     if sheet is None:
         out.reason = f"GPU {gpu_name!r} has no datasheet entry in gpu_specs.json: no estimate"
         return out
@@ -90,25 +124,36 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
         out.reason = f"{sheet.key}: no {w.precision} or fp16 peak in gpu_specs.json: no estimate"
         return out
     usable = sheet.memory_gib * cal_.GIB * TIER.memory_headroom
-    fits = configs(w, precision, usable)
+    fits, shards = configs(w, precision, usable), 1
+    if not fits and gpus > 1:  # FSDP/ZeRO-3: every GPU holds 1/n of the state
+        fits, shards = configs(w, precision, usable, gpus), gpus
     out.precision = precision
     if not fits:
         out.fit = "does not fit"
-        state = w.state_bytes(precision)
+        state = w.state_bytes(precision) / gpus
         need = state + w.seq_len * w.act_bytes_per_token * cal_.CKPT_KEEP
         out.reason = (f"does not fit: {w.preset} in {precision} needs ~{need / cal_.GIB:.1f} GiB at micro-batch 1 with "
                       f"activation checkpointing ({state / cal_.GIB:.1f} GiB of it weights, gradients and optimizer "
-                      f"state); {sheet.memory_gib:g} GiB x {TIER.memory_headroom:g} = {usable / cal_.GIB:.1f} GiB usable")
+                      f"state{f' sharded over {gpus} GPUs' if gpus > 1 else ''}); {sheet.memory_gib:g} GiB x {TIER.memory_headroom:g} = {usable / cal_.GIB:.1f} GiB usable")
         return out
     kappa, own = cal.kappa_for(w.preset)
-    scale = 1.0 if count == 1 else count * TIER.assumed_scaling_efficiency
     steps = {c: cal_.step_time(w, sheet, precision, c[0], c[1], cal.eff) for c in fits}
-    rate = {c: kappa / st.seconds * scale for c, st in steps.items()}  # step_time is seconds per token
+    one = {c: kappa / st.seconds for c, st in steps.items()}  # one GPU; step_time is seconds per token
+    sc = {c: _scaling(w, sheet, precision, count, nodes, c[0] * w.seq_len, one[c], shards, fabric, network,
+                      measured_scaling) for c in fits}
+    if any(v.efficiency is None for v in sc.values()):
+        out.reason = next(v.reason for v in sc.values() if v.efficiency is None)
+        return out
+    rate = {c: one[c] * gpus * sc[c].efficiency for c in fits}
     (mb, ckpt) = max(fits, key=lambda c: rate[c])
-    step = steps[(mb, ckpt)]
-    x = rate[(mb, ckpt)]
+    step, s = steps[(mb, ckpt)], sc[(mb, ckpt)]
+    x, x1 = rate[(mb, ckpt)], one[(mb, ckpt)]
     width = math.exp(cal.log_halfwidth)
-    out.tokens_per_s, out.lo, out.hi = x, x / width, x * width
+    out.tokens_per_s, out.lo, out.hi = x, x1 / width * gpus * s.lo, x1 * width * gpus * s.hi
+    if gpus > 1:
+        out.scaling, out.scaling_lo, out.scaling_hi, out.scaling_label = s.efficiency, s.lo, s.hi, s.label
+        out.fabric, out.network, out.busbw_gbps, out.comm_share, out.strategy = (
+            fabric, network, s.busbw_gbps, s.comm_share, s.strategy)
     out.micro_batch, out.checkpointing = mb, ckpt
     out.fit = "checkpointing" if ckpt else ("as measured" if mb == w.micro_batch else "smaller micro-batch")
     out.compute_share = step.compute_s / step.seconds
@@ -122,7 +167,7 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
              f"({sheet.peaks[precision]:g} TFLOP/s), memory traffic {step.bytes / 1e6:.3g} MB/token at "
              f"{cal.eff['copy']:.0%} of {sheet.bandwidth_gbps:g} GB/s: the measured GEMM and copy efficiencies")
     a.append(f"step {out.compute_share:.0%} compute-bound, {1 - out.compute_share:.0%} bandwidth-bound")
-    need = (w.state_bytes(precision) + mb * w.seq_len * w.act_bytes_per_token * (cal_.CKPT_KEEP if ckpt else 1)) / cal_.GIB
+    need = (w.state_bytes(precision) / shards + mb * w.seq_len * w.act_bytes_per_token * (cal_.CKPT_KEEP if ckpt else 1)) / cal_.GIB
     if out.fit == "as measured":
         a.append(f"memory: micro-batch {mb} as measured, ~{need:.1f} of {usable / cal_.GIB:.1f} GiB usable")
     else:
@@ -141,12 +186,29 @@ def predict(w: cal_.Workload, sheet: cal_.Sheet | None, count: int, cal: cal_.Ca
                     or mb > 1 else ": if it runs out of memory there is no smaller step (it would not fit)"))
     a.append(f"efficiency beyond both (kappa {kappa:.2f}) "
              + (f"calibrated on {w.preset}'s own runs" if own else "the median over the measured presets"))
-    if count > 1:
-        a.append(f"{count} GPUs at an ASSUMED scaling efficiency {TIER.assumed_scaling_efficiency:g} (data parallel, "
-                 "every GPU holds the state)")
-    a.append(f"90% interval x/÷ {width:.3f}: the leave-one-out error over {cal.n} measured presets, standing in "
-             "for the transfer to another GPU (the held-out published figures check it)")
+    if gpus > 1:
+        a.append(f"{gpus} GPUs at scaling efficiency {s.efficiency:.2f} (90% {s.lo:.2f}..{s.hi:.2f}), "
+                 + (s.reason if measured_scaling is not None else f"{s.strategy.upper()}: {s.reason}"))
+    a.append(f"90% interval x/÷ {width:.3f} per GPU: the leave-one-out error over {cal.n} measured presets, standing in "
+             "for the transfer to another GPU (the held-out published figures check it)"
+             + (", times the scaling efficiency's interval" if gpus > 1 else ""))
     return out
+
+
+def per_gpu_rate(w: cal_.Workload, sheet: cal_.Sheet, cal: cal_.Calibration) -> tuple[float, float, float, str] | None:
+    """Tokens/s of preset `w` on one GPU of `sheet` with its 90% interval and how: `predict`'s, or where the
+    preset does not fit one card, its rate at micro-batch 1 with checkpointing (the step a sharded run takes).
+    None where there is no estimate at all (no datasheet peak)."""
+    p = predict(w, sheet, 1, cal)
+    if p.tokens_per_s is not None:
+        return p.tokens_per_s, p.lo, p.hi, f"{w.preset} estimated on one {sheet.key} ({p.fit}, {p.precision})"
+    if p.fit != "does not fit":
+        return None
+    kappa, _ = cal.kappa_for(w.preset)
+    x = kappa / cal_.step_time(w, sheet, p.precision, 1, True, cal.eff).seconds
+    width = math.exp(cal.log_halfwidth)
+    return x, x / width, x * width, (f"{w.preset} estimated on one {sheet.key} at micro-batch 1 with checkpointing "
+                                     f"({p.precision}; the preset itself does not fit one card)")
 
 
 def rerun(history: dict | None, fleet: tuple[int, int], f: float) -> tuple[float, float, str]:

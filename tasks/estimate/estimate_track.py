@@ -13,7 +13,9 @@ interval; written once, kept. The landing path calls score() inside the write sl
 land (flows/landing.py, flows/compare.py), so an estimate is scored when its measurement lands, not at
 the next `costgap estimate --record`; it is idempotent, so a later call (that command) scores what an
 earlier one could not. A rebuild starts the estimates table empty (migration 070), so it scores
-nothing. held_out(): the published figures in published_figures.json predicted by the same estimator
+nothing. A multi-GPU estimate keeps its predicted scaling efficiency (migration 100); score_scaling(), called by
+score(), scores it on the distributed probe's measured efficiency at the same GPU count when that lands.
+held_out(): the published figures in published_figures.json predicted by the same estimator
 (never calibrated on them), with their errors.
 """
 
@@ -40,13 +42,17 @@ def record(con: duckdb.DuckDBPyConnection, rows: list[dict], at: datetime) -> in
         if r["status"] != "estimate" or not r.get("target"):
             continue
         key = "\x00".join([r["target"], r["preset"], est.MODEL_VERSION, at.isoformat()])
+        multi = (r.get("gpu_count") or 1) > 1 and r.get("scaling") is not None
         con.execute(
             "insert or ignore into estimates (estimate_id, target, provider, region, instance_type, gpu_key, gpu_count,"
             " preset, precision, fit, model_version, estimated_at, tokens_per_s, tokens_per_s_lo, tokens_per_s_hi,"
-            " assumptions) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " assumptions, scaling_efficiency, scaling_lo, scaling_hi, fabric, network, busbw_gbps)"
+            " values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [hashlib.sha256(key.encode()).hexdigest(), r["target"], r["provider"], r["region"], r["instance_type"],
              r["gpu_key"], r["gpu_count"], r["preset"], r["precision"], r["fit"], est.MODEL_VERSION, at,
-             r["tokens_per_s"], r["lo"], r["hi"], r["assumptions"]])
+             r["tokens_per_s"], r["lo"], r["hi"], r["assumptions"],
+             *((r["scaling"], r["scaling_lo"], r["scaling_hi"], r.get("fabric"), r.get("network"), r.get("busbw_gbps"))
+               if multi else (None,) * 6)])
         n += 1
     return n
 
@@ -54,8 +60,8 @@ def record(con: duckdb.DuckDBPyConnection, rows: list[dict], at: datetime) -> in
 def score(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[dict]:
     """Score every unscored estimate whose (target, preset) has had a measurement land since it was recorded.
 
-    Returns the rows written (estimate_id, measured_at, measurement_landed_at, measured_runs,
-    measured_tokens_per_s, error, inside, scored_at). An estimate whose measurement cannot be read yet
+    Returns the rows written (kind "tokens_per_s": estimate_id, measured_at, measurement_landed_at, measured_runs,
+    measured_tokens_per_s, error, inside, scored_at), then score_scaling's (kind "scaling"). An estimate whose measurement cannot be read yet
     (e.g. no FX rate for the window's price) stays unscored for the next call; the landing that called
     this is never undone by it."""
     from tasks.cost.table import cost_table
@@ -82,7 +88,30 @@ def score(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[d
                     "measured_runs = $measured_runs, measured_tokens_per_s = $measured_tokens_per_s, error = $error, "
                     "inside = $inside, scored_at = $scored_at where estimate_id = $estimate_id and measured_at is null",
                     row)
-        scored.append(row)
+        scored.append({**row, "kind": "tokens_per_s"})
+    return scored + score_scaling(con, now)
+
+
+def score_scaling(con: duckdb.DuckDBPyConnection, now: datetime | None = None) -> list[dict]:
+    """Score every recorded multi-GPU estimate whose (target, preset) has had a measured scaling efficiency at its
+    GPU count land since it was recorded (the distributed probe's run: estimate_scaling_landing.sql). A measured
+    run wins over the prediction everywhere else (tasks/estimate/at_size.py, candidates.py); here it scores the
+    prediction that stood before it. Written once, kept; returns the rows written."""
+    from warehouse import sql
+
+    now = now or datetime.now(timezone.utc)
+    scored = []
+    for e in sql.rows(con, "estimate_scaling_landing"):
+        m = e["measured_scaling_efficiency"]
+        row = {"estimate_id": e["estimate_id"], "measured_scaling_efficiency": m,
+               "scaling_measured_at": e["scaling_measured_at"], "scaling_landed_at": e["scaling_landed_at"],
+               "scaling_error": e["scaling_efficiency"] - m, "scaling_inside": bool(e["scaling_lo"] <= m <= e["scaling_hi"])}
+        con.execute("update estimates set measured_scaling_efficiency = $measured_scaling_efficiency, "
+                    "scaling_measured_at = $scaling_measured_at, scaling_landed_at = $scaling_landed_at, "
+                    "scaling_error = $scaling_error, scaling_inside = $scaling_inside "
+                    "where estimate_id = $estimate_id and measured_scaling_efficiency is null", row)
+        scored.append({**row, "kind": "scaling", "target": e["target"], "preset": e["preset"],
+                       "gpu_count": e["gpu_count"], "scaling_efficiency": e["scaling_efficiency"], "scored_at": now})
     return scored
 
 

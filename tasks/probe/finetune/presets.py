@@ -242,39 +242,17 @@ def estimate_bytes(p: Preset, micro_batch: int, *, precision: str, checkpointing
                    compiled: bool = False) -> float:
     """Rough peak bytes of one training step (which configurations to try, nothing more).
 
-    State: full fine-tune keeps weights, grads and two AdamW moments in the trainable dtype; LoRA
-    keeps the frozen base plus small adapters; QLoRA the same with the projections at ~0.52 bytes a
-    parameter (qlora.NF4_BYTES_PER_PARAM). Activations: what autograd saves per token and layer
-    with fused (SDPA) attention, in the spirit of Korthikanti et al. 2022; with checkpointing only
-    each layer's input plus one layer being recomputed; logits ~12*vocab bytes per token (bf16
-    logits, fp32 loss and its gradient). Checked against the reference's 1b peaks (44.7 GB at
-    micro-batch 8 eager: this says 48)."""
-    from tasks.probe.finetune.qlora import NF4_BYTES_PER_PARAM
+    The one memory model (tasks/probe/finetune/memory.py), which the estimator and the tiers read too:
+    state (weights, gradients, optimizer) by mode and precision, activations per token and layer, logits,
+    and the allocator's slack; torch.compile keeps COMPILED_ACTIVATIONS of the activations. Checked
+    against the reference's 1b peaks (44.7 GB at micro-batch 8 eager: this says 48)."""
+    from tasks.probe.finetune import memory
 
-    h, f, kv = p.hidden, p.ffn, p.hidden * p.kv_heads / p.heads
-    act_b = 2 if precision != "fp32" else 4
-    if p.arch == "bert":  # q, k, v, o + two FFN matrices; word (tied head), 512 positions, 2 types
-        n_proj, n_other = p.layers * (4 * h * h + 2 * h * f), (p.vocab + 514) * h
-        # Saved per token and layer: q/k/v, the projections' inputs, two LayerNorms, the FFN's up
-        # and GELU outputs (2 x ffn), and three dropout masks (1 byte each).
-        per_layer = (8 * h + 2 * f) * act_b + 3 * h
-    else:
-        n_proj, n_other = p.layers * (2 * h * h + 2 * h * kv + 3 * h * f), 2 * p.vocab * h
-        # Saved per token and layer: norm inputs/outputs, q/k/v, attention output, and the SwiGLU's
-        # gate, up, activation and product (4 x ffn), plus two fp32 RMSNorm upcasts.
-        per_layer = (6 * h + 4 * f + 2 * kv) * act_b + 8 * h
-    base_b, train_b = (torch.finfo(d).bits // 8 for d in param_dtypes(p.mode, precision))
-    if p.mode == "full":
-        state = (n_proj + n_other) * train_b * 4
-    else:
-        n_lora = p.layers * p.lora_r * (9 * h + 3 * f + 2 * kv)
-        proj_b = NF4_BYTES_PER_PARAM if p.mode == "qlora" else base_b
-        state = n_proj * proj_b + n_other * base_b + n_lora * 16
-    tokens = micro_batch * p.seq_len
-    act = tokens * (p.layers * h * act_b + per_layer) if checkpointing else tokens * p.layers * per_layer
-    logits = tokens * p.vocab * 12
-    per_step = (act + logits) * (COMPILED_ACTIVATIONS if compiled else 1.0)
-    return state + per_step + 1.5e9  # + allocator slack and workspaces
+    n_proj, n_other, n_lora = memory.param_counts(p)
+    state = memory.state_bytes(p.mode, precision, params_total=n_proj + n_other + n_lora, params_trainable=n_lora,
+                               params_quantized=n_proj)
+    per_step = memory.activation_bytes(p, micro_batch * p.seq_len, precision, checkpointing)
+    return state + per_step * (COMPILED_ACTIVATIONS if compiled else 1.0) + memory.SLACK_BYTES
 
 
 def preset_for_model(p: Preset, model_path: str) -> Preset:

@@ -27,7 +27,7 @@ import math
 import torch
 from torch import nn
 
-NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)  # 4-bit codes, fp8 absmax per 64, fp32 per 256
+from tasks.probe.finetune.memory import NF4_BYTES_PER_PARAM  # noqa: F401  (the one memory model's figure)
 
 
 def _torchao_nf4():

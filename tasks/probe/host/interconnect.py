@@ -8,7 +8,9 @@ Environment.extra allows) for the runner to merge into environment.extra. Source
 `nvidia-smi topo -m` / `nvidia-smi nvlink -s` where nvidia-smi exists. On a host without GPUs it
 returns {"interconnect": "none", "interconnect_gpu_count": 0} and runs no subprocess.
 The link codes are nvidia-smi's topology legend: X self, NV# # bonded NVLinks, PIX/PXB one/several
-PCIe bridges, PHB a host bridge, NODE within a NUMA node, SYS across the SMP interconnect.
+PCIe bridges, PHB a host bridge, NODE within a NUMA node, SYS across the SMP interconnect. `fabric` maps
+them to the catalog's vocabulary (nvswitch | nvlink | pcie | pcie-host, tasks/estimate/links.py), so a
+measured host says which fabric it has.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tasks.fabric import FABRICS  # noqa: F401  (the catalog's vocabulary: fabric_of answers in it)
 from tasks.probe.host.environment import _smi  # one nvidia-smi runner for the whole probe
 
 NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h, 18 since Hopper; read 2026-12-02)
@@ -54,6 +57,39 @@ def kind_of(links: dict[tuple[int, int], str]) -> str:
         return "unknown"
     nv = [code.startswith("NV") for code in links.values()]
     return "nvlink" if all(nv) else ("mixed" if any(nv) else "pcie")
+
+
+PCIE_SWITCH_CODES = ("PIX", "PXB")  # through PCIe switches only: peer-to-peer works there unless the card forbids it
+
+
+def _nv_count(code: str) -> int | None:
+    m = re.fullmatch(r"NV(\d+)", code)
+    return int(m.group(1)) if m else None
+
+
+def fabric_of(links: dict[tuple[int, int], str], p2p: bool | None = None,
+              active_links: list[int] | None = None) -> str | None:
+    """The catalog's fabric for a host's `nvidia-smi topo -m` codes (parse_topo), its peer-to-peer answer
+    (torch.cuda.can_device_access_peer for every pair; None: not known) and NVML's active NVLinks per GPU:
+    - every pair NV# with all of each GPU's active links to every peer, more than 2 GPUs: `nvswitch` (on a
+      switch every pair reaches all the links; a point-to-point mesh splits them among its peers);
+    - any pair over NVLink otherwise (a bridged pair, a hybrid cube mesh): `nvlink`;
+    - no NVLink, peer-to-peer refused: `pcie-host` (staged through host memory);
+    - no NVLink, peer-to-peer granted: `pcie`; not known: `pcie` behind PCIe switches (PIX, PXB), else
+      `pcie-host` (PHB, NODE, SYS: through a host bridge or across sockets).
+    None when there are no GPU pairs."""
+    if not links:
+        return None
+    counts = [_nv_count(c) for c in links.values()]
+    if all(c is not None for c in counts):
+        n = len({i for pair in links for i in pair})
+        full = bool(active_links) and all(c == min(active_links) for c in counts) and min(active_links) > 0
+        return "nvswitch" if n > 2 and full else "nvlink"
+    if any(c is not None for c in counts):
+        return "nvlink"
+    if p2p is not None:
+        return "pcie" if p2p else "pcie-host"
+    return "pcie" if all(c in PCIE_SWITCH_CODES for c in links.values()) else "pcie-host"
 
 
 def _nvlink_per_gpu() -> dict[str, Any]:
@@ -115,6 +151,7 @@ def fingerprint() -> dict[str, Any]:
     out["topology_matrix"] = rows
     out["gpu_links"] = [f"{i}-{j}:{code}" for (i, j), code in sorted(links.items()) if i < j]
     out["interconnect"] = kind_of(links) if n > 1 else "single_gpu"
+    out["fabric"] = fabric_of(links, out["p2p_all"], out.get("nvlink_active_links")) if n > 1 else None
     if out.get("nvlink_active_links") and max(out["nvlink_active_links"]) > 0:
         out["nvlink_link_gbps"] = _link_gbps(_smi(["nvlink", "-s", "-i", "0"]))
     return {k: v for k, v in out.items() if v is not None and v != []}

@@ -29,9 +29,18 @@ class GpuSpec:
     memory_gib: float | None = None
     bandwidth_gbps: float | None = None
     pcie_gen: int | None = None
-    nvlink_gbps: float | None = None
+    nvlink_gbps: float | None = None  # total bidirectional NVLink GB/s per GPU
     source: str | None = None
     date: str | None = None
+    # Link data (issue 42): NVLink generation, links, GB/s per direction per GPU; the host link's lanes;
+    # PCIe peer-to-peer without a bridge (True, False or "unknown"); their own source and read date.
+    nvlink_gen: int | None = None
+    nvlink_links: int | None = None
+    nvlink_gbps_per_dir: float | None = None
+    pcie_lanes: int | None = None
+    p2p: bool | str | None = None
+    link_source: str | None = None
+    link_date: str | None = None
 
     def peak_tflops(self, dtype: str) -> float | None:
         if dtype not in ("bf16", "fp16", "tf32", "fp32"):

@@ -1,0 +1,288 @@
+"""Fit the collective and step models on the public `fit` rows and commit the result as data (issue 42).
+
+    .venv/bin/python -m tasks.estimate.collective_fit            # writes tasks/estimate/data/collective_fit.json
+    .venv/bin/python -m tasks.estimate.collective_fit --check    # exit 1 if the committed file is not what the rows give
+
+Three fits, in order, each on `fit` rows only (a `holdout` row is never read here):
+1. per fabric (nvls apart), single-node nccl_busbw rows: the achievable fraction of the raw link bandwidth
+   and the per-hop latency, least squares on log busbw, each source weighted once whatever its number of sizes;
+2. per network kind, multi-node rows: the NICs' fraction and hop latency, the node's fabric as fitted in 1;
+3. the step model on dp_scaling rows: the overlap of communication with the backward (0..1) and the step-time
+   jitter whose wait for the slowest GPU (tasks/estimate/scaling.py straggle_seconds) a synchronous step pays,
+   the pair that minimises the mean absolute error of the efficiency; and the jitter's 5th-95th percentiles.
+Each fit keeps its rows, its residuals and its 90% half-width in log (Student t over the residuals, as the
+single-GPU estimator's interval: tasks/estimate/calibrate.py). Re-running on the same rows writes the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from collections import Counter
+from datetime import date
+
+import numpy as np
+
+from tasks.estimate import collective, links as links_, public_rows as pr
+
+FRACTION_BOUNDS = (0.005, 4.0)  # of the raw bandwidth; NVLink SHARP may pass 1
+JITTER_GRID = tuple([0.0] + [round(0.002 * 1.25 ** i, 6) for i in range(25)])  # s^0.5: 0, 0.002 .. 0.42
+# Per-hop latency of a ring all-reduce step (Simple protocol), us: NCCL's own tuning model, hwLat[NVLINK | PCI |
+# NET][Ring][Simple] (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-08). Used where the rows cannot
+# say it: a latency is only seen below a few MB, and the rows of a group must span SIZE_SPAN_FOR_HOP to fit it.
+NCCL_HOP_US = {"nvswitch": 3.4, "nvlink": 3.4, "pcie": 5.7, "pcie-host": 5.7, "network": 9.6}
+NCCL_HOP_SOURCE = "NCCL tuning model hwLat Ring/Simple (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-08)"
+SIZE_SPAN_FOR_HOP = (64 * 2**20, 100.0)  # a row below 64 MiB and sizes spanning 100x: else the hop is NCCL's
+HOP_US_BOUNDS = (0.1, 200.0)  # where fitted
+MIN_ROWS = 3  # a group's own residuals say its spread from this many rows (and two sources) on
+
+
+def _r(x: float, digits: int = 5) -> float:
+    return float(f"{x:.{digits}g}")
+
+
+def _halfwidth(logs: list[float], k: int) -> float:
+    from scipy.stats import t as student_t
+
+    n = len(logs)
+    rms = math.sqrt(sum(e * e for e in logs) / n) if n else 0.0
+    dof = max(n - k, 1)
+    return float(student_t.ppf(0.95, dof)) * rms * math.sqrt(1 + 1 / max(n, 1))
+
+
+def _weights(rows: list[dict]) -> np.ndarray:
+    per = Counter(r["source_url"] for r in rows)
+    return np.array([1 / math.sqrt(per[r["source_url"]]) for r in rows])
+
+
+def _fit(pred, measured: np.ndarray, wts: np.ndarray, hop_free: bool, hop0: float) -> tuple[float, float]:
+    """(fraction, hop_us) minimising the weighted squared log error of pred(fraction, hop_us): the fraction by a
+    log grid then a bounded 1-D refinement (the multi-node model is flat where the other phase is the slower),
+    the hop alongside where the rows can say it."""
+    from scipy.optimize import minimize, minimize_scalar
+
+    def cost(f: float, hop: float) -> float:
+        return float(np.sum((wts * np.log(np.array(pred(f, hop)) / measured)) ** 2))
+
+    grid = np.exp(np.linspace(math.log(FRACTION_BOUNDS[0]), math.log(FRACTION_BOUNDS[1]), 400))
+    best = min(grid, key=lambda f: (cost(f, hop0), f))
+    lo, hi = max(best / 1.05, FRACTION_BOUNDS[0]), min(best * 1.05, FRACTION_BOUNDS[1])
+    f = float(minimize_scalar(lambda v: cost(v, hop0), bounds=(lo, hi), method="bounded").x)
+    if not hop_free:
+        return f, hop0
+    res = minimize(lambda x: cost(math.exp(x[0]), math.exp(x[1])), [math.log(f), math.log(hop0)], method="L-BFGS-B",
+                   bounds=[tuple(map(math.log, FRACTION_BOUNDS)), tuple(map(math.log, HOP_US_BOUNDS))])
+    return float(math.exp(res.x[0])), float(math.exp(res.x[1]))
+
+
+def _hop_free(rows: list[dict]) -> bool:
+    sizes = [r["size_bytes"] for r in rows if r["size_bytes"]]
+    return bool(sizes) and min(sizes) < SIZE_SPAN_FOR_HOP[0] and max(sizes) / min(sizes) >= SIZE_SPAN_FOR_HOP[1]
+
+
+def _entry(rs: list[dict], x: tuple[float, float], p: list[float], hop_free: bool) -> dict:
+    logs = [math.log(a / r["busbw_gbps"]) for a, r in zip(p, rs)]
+    return {"fraction": _r(x[0]), "hop_us": _r(x[1]), "hop_source": "fitted" if hop_free else NCCL_HOP_SOURCE,
+            "rows": [r["row_id"] for r in rs], "sources": sorted({r["source_url"] for r in rs}),
+            "log_halfwidth": _r(_halfwidth(logs, 2 if hop_free else 1)),
+            "median_abs_log_error": _r(float(np.median(np.abs(logs)))), "residuals": _residual_rows(rs, p)}
+
+
+def _residual_rows(rows: list[dict], pred: list[float]) -> list[dict]:
+    return [{"row_id": r["row_id"], "size_bytes": r["size_bytes"], "measured_gbps": r["busbw_gbps"],
+             "predicted_gbps": _r(p), "log_error": _r(math.log(p / r["busbw_gbps"]), 4)} for r, p in zip(rows, pred)]
+
+
+def _size(r: dict) -> float:
+    return r["size_bytes"] or collective.PLATEAU_BYTES
+
+
+def _fit_group(got: list[tuple[dict, float]], fabric: str) -> dict:
+    """One fabric's (fraction, hop) from its rows [(row, raw GB/s)], each source weighted once."""
+    rs = [r for r, _ in got]
+
+    def pred(f: float, hop: float) -> list[float]:
+        return [_size(r) * 2 * (r["gpus_per_node"] - 1) / r["gpus_per_node"] / collective.ring_seconds(
+            _size(r), r["gpus_per_node"], raw * f, hop * 1e-6) / 1e9 for r, raw in got]
+
+    free = _hop_free(rs)
+    x = _fit(pred, np.array([r["busbw_gbps"] for r in rs]), _weights(rs), free, NCCL_HOP_US[fabric])
+    return _entry(rs, x, pred(*x), free)
+
+
+def fit_fabrics(rows: list[dict]) -> tuple[dict, dict | None, list[str]]:
+    """({fabric key: {fraction, hop_us, rows, residuals, log_halfwidth}}, the pool over the peer-to-peer fabrics,
+    the rows left out with why). NVLink SHARP: as the source says, else where the switch and NCCL do it."""
+    groups: dict[str, list[tuple[dict, float]]] = {}
+    skipped = []
+    for r in rows:
+        if r["nodes"] > 1:
+            continue
+        lk = links_.links_of(r["gpu"])
+        raw, why = links_.fabric_gbps(lk, r["fabric"]) if lk else (None, f"GPU {r['gpu']!r} not in gpu_specs.json")
+        if raw is None:
+            skipped.append(f"{r['row_id']}: {why}")
+            continue
+        nvls = r["nvls"] if r["nvls"] is not None else collective.nvls_auto(lk, r["fabric"], r["nccl_version"])
+        groups.setdefault(collective.fabric_key(r["fabric"], nvls), []).append((r, raw))
+    fabrics = {key: _fit_group(got, key.split("+")[0]) for key, got in sorted(groups.items())}
+    p2p = [k for k in sorted(groups) if k in collective.P2P_FABRICS]
+    pooled = {**_fit_group([g for k in p2p for g in groups[k]], "pcie"), "fabrics": p2p} if p2p else None
+    return fabrics, pooled, skipped
+
+
+def fit_networks(rows: list[dict], fabrics: dict) -> tuple[dict, list[str]]:
+    """{network kind: {fraction, hop_us, ...}} from multi-node rows, the intra-node fabric as already fitted."""
+    groups: dict[str, list[tuple[dict, dict]]] = {}
+    skipped = []
+    base = {"fabrics": fabrics, "networks": {}, "pooled_p2p": None}
+    for r in rows:
+        if r["nodes"] <= 1:
+            continue
+        try:
+            net = links_.parse_network(r["network"])
+        except ValueError as e:
+            skipped.append(f"{r['row_id']}: {e}")
+            continue
+        if net is None:
+            skipped.append(f"{r['row_id']}: {r['nodes']} nodes without a network")
+            continue
+        m, why = collective.machine(r["gpu"], r["gpus_per_node"], r["fabric"], 1, None, r["nvls"], base,
+                                    r["nccl_version"])
+        if m is None:
+            skipped.append(f"{r['row_id']}: {why}")
+            continue
+        groups.setdefault(net.kind, []).append((r, {**m, "net": net}))
+    out = {}
+    for kind, got in sorted(groups.items()):
+        rs = [r for r, _ in got]
+
+        def pred(f: float, hop: float, got=got) -> list[float]:
+            res = []
+            for r, m in got:
+                mm = {**m, "net_fraction": f, "net_hop_s": hop * 1e-6}
+                n, s = r["gpus_per_node"] * r["nodes"], _size(r)
+                res.append(s * 2 * (n - 1) / n / collective.allreduce_seconds(mm, s, r["gpus_per_node"], r["nodes"]) / 1e9)
+            return res
+
+        free = _hop_free(rs)
+        x = _fit(pred, np.array([r["busbw_gbps"] for r in rs]), _weights(rs), free, NCCL_HOP_US["network"])
+        out[kind] = _entry(rs, x, pred(*x), free)
+    return out, skipped
+
+
+def fit_step(rows: list[dict], fit: dict) -> tuple[dict | None, list[str]]:
+    """The step model's overlap (0..1) and jitter (s^0.5) minimising the mean |error| of the efficiency on the
+    scaling rows (a grid: robust to the odd row), and the jitter's 5th and 95th percentiles over the rows (each
+    row's jitter given the fitted overlap): the interval's straggler bounds."""
+    from tasks.estimate import scaling
+
+    usable, skipped = [], []
+    for r in rows:
+        if r["unscoreable"]:
+            skipped.append(f"{r['row_id']}: {r['unscoreable']}")
+            continue
+        probe = scaling.predict_scaling(**pr.scaling_inputs(r), fit={**fit, "step": None})
+        if probe.efficiency is None:
+            skipped.append(f"{r['row_id']}: {probe.reason}")
+        else:
+            usable.append(r)
+    if not usable:
+        return None, skipped
+
+    def preds(phi: float, sigma: float) -> list:
+        f = {**fit, "step": {"overlap": phi, "jitter": sigma, "rows": []}}
+        return [scaling.predict_scaling(**pr.scaling_inputs(r), fit=f) for r in usable]
+
+    grid = [(phi / 20, sg) for phi in range(21) for sg in JITTER_GRID]
+    cost = {g: sum(abs(p.efficiency - r["efficiency"]) for p, r in zip(preds(*g), usable)) for g in grid}
+    phi, sigma = min(grid, key=lambda g: (round(cost[g], 12), g))
+    got = preds(phi, sigma)
+    implied = []  # each row's jitter at the fitted overlap: what its measured efficiency says the wait was
+    for p, r in zip(got, usable):
+        z = scaling.straggle_seconds(p.compute_s, r["gpus_per_node"] * r["nodes"], 1.0)
+        implied.append(max(0.0, (p.compute_s / r["efficiency"] - p.compute_s - p.exposed_s) / z))
+    lo, hi = (float(np.quantile(implied, q)) for q in (0.05, 0.95))
+    errs = [p.efficiency - r["efficiency"] for p, r in zip(got, usable)]
+    return {"overlap": phi, "jitter": _r(sigma), "jitter_lo": _r(lo), "jitter_hi": _r(hi),
+            "rows": [r["row_id"] for r in usable], "mean_abs_error": _r(sum(abs(e) for e in errs) / len(errs)),
+            "median_abs_error": _r(float(np.median(np.abs(errs)))),
+            "residuals": [{"row_id": r["row_id"], "measured": r["efficiency"], "predicted": _r(p.efficiency),
+                           "error": _r(e, 3), "implied_jitter": _r(j, 3)}
+                          for p, r, e, j in zip(got, usable, errs, implied)]}, skipped
+
+
+def _spread(*groups: dict) -> None:
+    """A group with fewer than MIN_ROWS rows or from one source cannot say its own spread: it takes the spread of
+    every busbw fit row's log error together (one fraction per group: n - groups degrees of freedom)."""
+    entries = [e for g in groups for e in g.values()]
+    logs = [r["log_error"] for e in entries for r in e["residuals"]]
+    pooled = _halfwidth(logs, len(entries)) if logs else 0.0
+    for e in entries:
+        if len(e["rows"]) < MIN_ROWS or len(e["sources"]) < 2:
+            e["log_halfwidth"], e["spread"] = _r(max(e["log_halfwidth"], pooled)), "pooled over every busbw fit row"
+        else:
+            e["spread"] = "its own rows"
+
+
+def _sha(path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def fit_all(today: str | None = None) -> dict:
+    """The whole fit document, from the `fit` rows of the committed data files."""
+    bus = pr.busbw_rows("fit")
+    fabrics, pooled, skip1 = fit_fabrics(bus)
+    networks, skip2 = fit_networks(bus, fabrics)
+    _spread(fabrics, networks)
+    doc = {"schema": "costgap collective fit v1", "fitted_on": today or date.today().isoformat(),
+           "command": "python -m tasks.estimate.collective_fit",
+           "data": {p.name: _sha(p) for p in (pr.BUSBW, pr.SCALING)},
+           "note": "fraction: achieved busbw over the raw GB/s per GPU and direction (gpu_specs.json link data); "
+                   "hop_us: ring latency per hop; log_halfwidth: the 90% interval is x/÷ exp(log_halfwidth); "
+                   "fit rows only, every source weighted once",
+           "fabrics": fabrics, "pooled_p2p": pooled, "networks": networks}
+    step, skip3 = fit_step(pr.scaling_rows("fit"), doc)
+    doc["step"] = step
+    doc["left_out"] = skip1 + skip2 + skip3
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tasks.estimate.collective_fit", description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="Compare with the committed file instead of writing it.")
+    ap.add_argument("--out", default=str(collective.FIT_PATH), help="Where to write (default: %(default)s).")
+    args = ap.parse_args(argv)
+    old = json.loads(collective.FIT_PATH.read_text()) if collective.FIT_PATH.is_file() else {}
+    doc = fit_all(old.get("fitted_on") if args.check else None)
+    if args.check:
+        same = {k: v for k, v in doc.items() if k != "fitted_on"} == {k: v for k, v in old.items() if k != "fitted_on"}
+        print("collective fit: " + ("matches the committed rows" if same else "STALE: re-run without --check"))
+        return 0 if same else 1
+    from pathlib import Path
+
+    out = Path(args.out)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)  # nothing half-written
+    collective.load_fit.cache_clear()
+    for key, f in {**doc["fabrics"], **({"pooled p2p": doc["pooled_p2p"]} if doc["pooled_p2p"] else {}),
+                   **doc["networks"]}.items():
+        print(f"{key:<14} fraction {f['fraction']:.3f}  hop {f['hop_us']:,.1f} us  {len(f['rows'])} rows from "
+              f"{len(f['sources'])} sources  median |log error| {f['median_abs_log_error']:.3f}  90% x/÷ "
+              f"{math.exp(f['log_halfwidth']):.3f}")
+    if doc["step"]:
+        st = doc["step"]
+        print(f"step           overlap {st['overlap']:.2f}, jitter {st['jitter']:.3f} s^0.5 (90% {st['jitter_lo']:.3f}.."
+              f"{st['jitter_hi']:.3f}) on {len(st['rows'])} scaling rows, median |error| {st['median_abs_error']:.3f}")
+    for line in doc["left_out"]:
+        print(f"left out: {line}")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
