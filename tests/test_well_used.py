@@ -7,7 +7,7 @@ change land and read "not measured" for what they lack; new bundles are judged; 
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -26,8 +26,16 @@ from warehouse.db import connect
 ROOT = Path(__file__).resolve().parents[1]
 OLD_H100 = ROOT / "warehouse/samples/h100/4b2ffb80bb42717c77b3d01fcb320e8ae53f34f906154f3a076454f425cb91be.json"
 OLD_CPU = ROOT / "warehouse/samples/cpu/6eb9d90bcb66a30073d6319f8df3c8e6859490a3d54035c2204f7ed220e690d9.json"
+NEW_TIME = datetime(2026, 12, 5, tzinfo=timezone.utc)  # inside the samples' cost window (they ran 2026-12-02..06)
 GPU = {"gpu_count": 1}
 CPU = {"gpu_count": 0}
+
+
+FEED = {"batch_size": 32, "item_shape": [3, 224, 224]}
+
+
+def _feeds(*pairs):
+    return [(t, ms, "32 x 3x224x224") for t, ms in pairs]
 
 
 def _row(benchmark, metric, value, params=None, **extra):
@@ -50,7 +58,7 @@ def _facts(**kw):
                                                                                    "device": "/dev/nvme0n1",
                                                                                    "page_cache_bypassed": True})],
         "storage/read4k_qd1_p99_ms": [_row("storage", "read4k_qd1_p99_ms", 0.4)],
-        "feed/next_latency_ms_mean": [_row("feed", "next_latency_ms_mean", 10.0)],
+        "feed/next_latency_ms_mean": [_row("feed", "next_latency_ms_mean", 10.0, FEED)],
         "feed/wait_share": [_row("feed", "wait_share", 0.05, {"step_ms": 12.0})],
         "numa/numa_nodes": [_row("numa", "numa_nodes", 2.0, {"verdict": "bound", "reason": "all local"})],
         "sharing/sharing_gain": [_row("sharing", "sharing_gain", 0.12, {
@@ -73,7 +81,7 @@ def test_every_rule_has_its_threshold_reason_and_source():
 
 
 CASES = [  # (what, host, facts overrides, fastest feed, rule, verdict)
-    ("all good", GPU, {}, ("gpu-a", 10.0), None, wu.PASS),
+    ("all good", GPU, {}, _feeds(("gpu-a", 10.0)), None, wu.PASS),
     ("busy below", GPU, {"gpu_busy/util_mean_pct": [_busy_row([99.0] * 5 + [60.0] * 5)]}, None, "gpu_busy", wu.FAIL),
     ("busy: the worst preset", GPU, {"gpu_busy/util_mean_pct": [_busy_row([99.0] * 4), _busy_row([80.0] * 4, "8b")]},
      None, "gpu_busy", wu.FAIL),
@@ -87,10 +95,12 @@ CASES = [  # (what, host, facts overrides, fastest feed, rule, verdict)
     ("await on tmpfs", GPU, {"storage/read4k_qd1_p50_ms": [_row("storage", "read4k_qd1_p50_ms", 0.01,
                                                                  {"filesystem": "tmpfs"})]}, None, "await",
      wu.NOT_MEASURED),
-    ("feed 15 ms behind", GPU, {"feed/next_latency_ms_mean": [_row("feed", "next_latency_ms_mean", 25.0)]},
-     ("other", 10.0), "feed", wu.PASS),
-    ("feed 15.1 ms behind", GPU, {"feed/next_latency_ms_mean": [_row("feed", "next_latency_ms_mean", 25.1)]},
-     ("other", 10.0), "feed", wu.FAIL),
+    ("feed 15 ms behind", GPU, {"feed/next_latency_ms_mean": [_row("feed", "next_latency_ms_mean", 25.0, FEED)]},
+     _feeds(("other", 10.0)), "feed", wu.PASS),
+    ("feed 15.1 ms behind", GPU, {"feed/next_latency_ms_mean": [_row("feed", "next_latency_ms_mean", 25.1, FEED)]},
+     _feeds(("other", 10.0)), "feed", wu.FAIL),
+    ("feed: another batch size is not compared", GPU, {"feed/next_latency_ms_mean": [
+        _row("feed", "next_latency_ms_mean", 25.1, FEED)]}, [("cpu", 2.0, "16 x 3x64x64")], "feed", wu.PASS),
     ("unbound", GPU, {"numa/numa_nodes": [_row("numa", "numa_nodes", 2.0, {"verdict": "unbound", "reason": "x"})]},
      None, "numa", wu.FAIL),
     ("single node passes", GPU, {"numa/numa_nodes": [_row("numa", "numa_nodes", 1.0, {"verdict": "single node"})]},
@@ -102,13 +112,13 @@ CASES = [  # (what, host, facts overrides, fastest feed, rule, verdict)
      "sharing", wu.FAIL),
     ("old bundle on a GPU host", GPU, {k: None for k in ("gpu_busy/util_mean_pct", "storage/read4k_qd1_p50_ms",
                                                          "numa/numa_nodes", "sharing/sharing_gain")},
-     ("gpu-a", 10.0), ("gpu_busy", "await", "numa", "sharing"), wu.NOT_MEASURED),
+     _feeds(("gpu-a", 10.0)), ("gpu_busy", "await", "numa", "sharing"), wu.NOT_MEASURED),
 ]
 
 
 @pytest.mark.parametrize("what, host, facts, fastest, rule, expected", CASES, ids=[c[0] for c in CASES])
 def test_judge(what, host, facts, fastest, rule, expected):
-    got = _by(wu.judge(host, _facts(**facts), fastest or ("gpu-a", 10.0)))
+    got = _by(wu.judge(host, _facts(**facts), fastest or _feeds(("gpu-a", 10.0))))
     rules = [rule] if isinstance(rule, str) else list(rule or got)
     for r in rules:
         assert got[r]["verdict"] == expected, (r, got[r])
@@ -118,20 +128,20 @@ def test_judge(what, host, facts, fastest, rule, expected):
 
 
 def test_a_host_without_a_gpu_is_never_pass_on_a_gpu_rule():
-    got = _by(wu.judge(CPU, _facts(), ("gpu-a", 10.0)))
+    got = _by(wu.judge(CPU, _facts(), _feeds(("gpu-a", 10.0))))
     for r in wu.RULES:
         if r.gpu:
             assert got[r.key]["verdict"] == wu.NOT_MEASURED and got[r.key]["value_text"] == "no GPU on this host"
         else:
             assert got[r.key]["verdict"] == wu.PASS
-    assert all(v["verdict"] == wu.NOT_MEASURED for v in wu.judge(None, _facts(), None))
+    assert all(v["verdict"] == wu.NOT_MEASURED for v in wu.judge(None, _facts(), []))
 
 
 def test_values_read_as_a_person_reads_them():
-    got = _by(wu.judge(GPU, _facts(), ("gpu-b", 4.0)))
+    got = _by(wu.judge(GPU, _facts(), _feeds(("gpu-b", 4.0), ("gpu-a", 10.0))))
     assert got["gpu_busy"]["value_text"].startswith("99.0% mean (1b); 100% of samples >= 92%; SM clock 96% of max")
     assert got["gemm"]["value_text"] == "71% of peak: 700.0 of 989 TFLOP/s (bf16, burst)"
-    assert got["feed"]["value_text"] == "10.0 ms mean next(); +6.0 ms behind gpu-b (4.0 ms)"
+    assert got["feed"]["value_text"] == "10.0 ms mean next() for batches of 32 x 3x224x224; +6.0 ms behind gpu-b (4.0 ms)"
     assert got["feed"]["note"] == "5% of a 12 ms step spent waiting for the next batch"
     assert got["sharing"]["value_text"].startswith("+12.0%: 44,800 tokens/s from 2 jobs against 40,000 alone")
     assert "e+" not in json.dumps([v["value_text"] for v in got.values()])
@@ -155,7 +165,8 @@ def _new_gpu_bundle(target: str, seq: int, *, verdict: str, p50_ms: float, util:
         measurement("numa", "1", "numa_nodes", 2.0, "nodes", params={**lay.params(), "copies": "measured"}),
         measurement("storage", "1", "read4k_qd1_p50_ms", p50_ms, "ms", params={"filesystem": "ext4"}, repeats=9),
         measurement("storage", "1", "read4k_qd1_p99_ms", p50_ms * 4, "ms", repeats=9, statistic="p99"),
-        measurement("feed", "1", "next_latency_ms_mean", 1.0 + (seq - 1) * 40, "ms", repeats=9, statistic="mean"),
+        measurement("feed", "1", "next_latency_ms_mean", 1.0 + (seq - 1) * 40, "ms", params=FEED, repeats=9,
+                    statistic="mean"),
         measurement("gemm", "5", "bf16_tflops", 800.0, "TFLOP/s", peak=989.0, peak_source="datasheet", repeats=9),
         measurement("sharing", "1", "sharing_gain", gain, "fraction", params={
             "preset": "bert-large", "jobs": 2, "alone_tokens_per_s": 40000.0,
@@ -164,11 +175,10 @@ def _new_gpu_bundle(target: str, seq: int, *, verdict: str, p50_ms: float, util:
     atts = [{"task": "sharing:bert-large", "attempt": 1, "state": "failed", "error_kind": "oom",
              "duration_s": 1.0},
             {"task": "sharing:bert-large", "attempt": 2, "state": "completed", "duration_s": 40.0}]
-    doc = bundle_doc(target=target, seq=seq, gpu_name="NVIDIA H100 80GB HBM3", probe_version="0.5.0",
-                     started_at=BASE_TIME + timedelta(days=seq))
-    return bundle_doc(target=target, seq=seq, gpu_name="NVIDIA H100 80GB HBM3", probe_version="0.5.0",
-                      started_at=BASE_TIME + timedelta(days=seq), measurements=doc["measurements"] + ms,
-                      attempts=doc["attempts"] + atts)
+    when = NEW_TIME + timedelta(hours=seq)
+    doc = bundle_doc(target=target, seq=seq, gpu_name="NVIDIA H100 80GB HBM3", probe_version="0.5.0", started_at=when)
+    return bundle_doc(target=target, seq=seq, gpu_name="NVIDIA H100 80GB HBM3", probe_version="0.5.0", started_at=when,
+                      measurements=doc["measurements"] + ms, attempts=doc["attempts"] + atts)
 
 
 @pytest.fixture()
@@ -208,7 +218,8 @@ def test_new_bundles_are_judged_with_their_figures(landed):
     assert {k: x["verdict"] for k, x in b.items()} == {"gpu_busy": wu.FAIL, "await": wu.FAIL, "gemm": wu.PASS,
                                                         "feed": wu.FAIL, "numa": wu.FAIL, "sharing": wu.FAIL}
     assert b["feed"]["value"] == pytest.approx(40.0) and "behind gpu-a (1.0 ms)" in b["feed"]["value_text"]
-    assert a["feed"]["value_text"] == "1.0 ms mean next(); the fastest target measured"
+    assert a["feed"]["value_text"] == ("1.0 ms mean next() for batches of 32 x 3x224x224; the fastest of 3 "
+                                       "targets measured at that size")
     assert a["gpu_busy"]["figure"].startswith("gpu_busy/util_mean_pct [1b], run ")
 
 

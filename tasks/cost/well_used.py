@@ -61,8 +61,9 @@ RULES: tuple[Rule, ...] = (
     Rule("feed", "DataLoader next() against the fastest target", FEED_MS, f"within {FEED_MS:g} ms of the fastest",
          False,
          "The host's CPUs decode and batch the data; a host whose next() is much slower than another's "
-         "starves the same GPU. Judged on the mean next() latency against the fastest target measured; "
-         "the share of a 12 ms step spent waiting for the next batch is shown beside.",
+         "starves the same GPU. Judged on the mean next() latency against the fastest target measured with "
+         "the same batch (size and item shape); the share of a 12 ms step spent waiting for the next batch is "
+         "shown beside.",
          f"{QUOTED}: a DataLoader next() that differs by less than 15 ms between hosts"),
     Rule("numa", "NUMA binding", None, "bound (or a single node)", False,
          "A process whose CPUs and memory sit on another socket than its GPU sends every host copy over the "
@@ -114,7 +115,7 @@ def _none(rule: Rule, why: str) -> dict:
     return _verdict(rule, NOT_MEASURED, value_text=why)
 
 
-OLD = "not in the newest runs' bundles (a probe before 0.5.0 did not measure it)"
+OLD = "not recorded by the probe that ran (before 0.5.0)"
 
 
 def _busy(rows: list[dict]) -> dict:
@@ -156,27 +157,40 @@ def _await(facts: dict) -> dict:
     if p.get("filesystem") in ("tmpfs", "ramfs"):
         return _none(r, f"the data dir is on {p['filesystem']}: its reads are memory, not a disk")
 
-    def one(key: str) -> str:
+    def one(key: str) -> str | None:
         got = facts.get(f"storage/{key}") or []
-        return f"{got[0]['value']:,.3f} ms" if got else "—"
+        return f"{got[0]['value']:,.3f} ms" if got else None
     io = facts.get("storage/io_uring") or []
-    uring = f"; io_uring {_params(io[0]).get('io_uring')}" if io else ""
-    where = f"; {p.get('filesystem')} on {p.get('device')}" if p.get("filesystem") else ""
-    bypass = "" if p.get("page_cache_bypassed", True) else "; page cache not bypassed (no O_DIRECT here)"
-    text = f"p50 {row['value']:,.3f} ms, p99 {one('read4k_qd1_p99_ms')} at queue depth 1"
-    note = (f"queue depth 32: p50 {one('read4k_qd32_p50_ms')}, p99 {one('read4k_qd32_p99_ms')}"
-            f"{uring}{where}{bypass}")
+    qd32 = [f"{q} {v}" for q, v in (("p50", one("read4k_qd32_p50_ms")), ("p99", one("read4k_qd32_p99_ms"))) if v]
+    parts = [f"queue depth 32: {', '.join(qd32)}" if qd32 else "",
+             f"io_uring {_params(io[0]).get('io_uring')}" if io else "",
+             " on ".join(str(p[k]) for k in ("filesystem", "device") if p.get(k)),
+             "" if p.get("page_cache_bypassed", True) else "page cache not bypassed (no O_DIRECT here)"]
+    p99 = one("read4k_qd1_p99_ms")
+    text = f"p50 {row['value']:,.3f} ms" + (f", p99 {p99}" if p99 else "") + " at queue depth 1"
+    note = "; ".join(x for x in parts if x)
     return _verdict(r, PASS if row["value"] < AWAIT_MS else FAIL, row["value"], text, _figure(row), note)
 
 
-def _feed(facts: dict, fastest: tuple[str, float] | None) -> dict:
+def feed_key(row: dict) -> str:
+    """What makes two DataLoader figures comparable: the same batch of the same items ('32 x 3x224x224')."""
+    p = _params(row)
+    return f"{p.get('batch_size')} x {'x'.join(str(d) for d in p.get('item_shape') or [])}"
+
+
+def _feed(facts: dict, feeds: list[tuple[str, float, str]]) -> dict:
     r = RULE["feed"]
     (row,) = facts.get("feed/next_latency_ms_mean") or [None]
-    if row is None or fastest is None:
+    if row is None:
         return _none(r, "no DataLoader figure in the newest runs")
+    key = feed_key(row)
+    peers = [(t, ms) for t, ms, k in feeds if k == key]
+    fastest = min(peers, key=lambda x: x[1], default=(None, row["value"]))
     behind = row["value"] - fastest[1]
-    text = (f"{row['value']:,.1f} ms mean next(); " + ("the fastest target measured" if behind <= 0 else
-                                                        f"+{behind:,.1f} ms behind {fastest[0]} ({fastest[1]:,.1f} ms)"))
+    where = ("the only target measured at that size" if len(peers) <= 1 else
+             f"the fastest of {len(peers)} targets measured at that size" if behind <= 0 else
+             f"+{behind:,.1f} ms behind {fastest[0]} ({fastest[1]:,.1f} ms)")
+    text = f"{row['value']:,.1f} ms mean next() for batches of {key}; {where}"
     waits = facts.get("feed/wait_share") or []
     note = ""
     if waits:
@@ -221,9 +235,10 @@ def _sharing(rows: list[dict]) -> dict:
                     _figure(row, f" [{p['preset']}]"), f"other presets: {others}" if others else "")
 
 
-def judge(host: dict | None, facts: dict[str, list[dict]], fastest_feed: tuple[str, float] | None) -> list[dict]:
+def judge(host: dict | None, facts: dict[str, list[dict]], feeds: list[tuple[str, float, str]]) -> list[dict]:
     """The verdicts of one target, in RULES order. `host`: its newest run ({"gpu_count": ...}, None without a
-    run); `facts`: 'benchmark/metric' -> rows of well_used_facts.sql; `fastest_feed`: (target, ms) over all."""
+    run); `facts`: 'benchmark/metric' -> rows of well_used_facts.sql; `feeds`: every target's (target, mean
+    next() ms, feed_key): the DataLoader rule compares only figures of the same batch."""
     if host is None:
         return [_none(r, "no run of this target yet") for r in RULES]
     gpu = bool(host.get("gpu_count"))
@@ -231,7 +246,7 @@ def judge(host: dict | None, facts: dict[str, list[dict]], fastest_feed: tuple[s
         "gpu_busy": lambda: _busy(facts.get("gpu_busy/util_mean_pct") or []),
         "await": lambda: _await(facts),
         "gemm": lambda: _gemm((facts.get("gemm/bf16_tflops") or []) + (facts.get("gemm/fp16_tflops") or [])),
-        "feed": lambda: _feed(facts, fastest_feed),
+        "feed": lambda: _feed(facts, feeds),
         "numa": lambda: _numa(facts),
         "sharing": lambda: _sharing(facts.get("sharing/sharing_gain") or []),
     }
@@ -249,8 +264,6 @@ def verdicts(con, as_of: datetime | None = None, targets: list[str] | None = Non
     facts: dict[str, dict[str, list[dict]]] = {}
     for row in sql.rows(con, "well_used_facts", {**params, "metrics": METRICS}):
         facts.setdefault(row["target"], {}).setdefault(row["key"], []).append(row)
-    feeds = [(t, f["feed/next_latency_ms_mean"][0]["value"]) for t, f in facts.items()
-             if f.get("feed/next_latency_ms_mean")]
-    fastest = min(feeds, key=lambda x: x[1]) if feeds else None
+    feeds = [(t, row["value"], feed_key(row)) for t, f in facts.items() for row in f.get("feed/next_latency_ms_mean", [])]
     names = targets if targets is not None else sorted(known_targets(con))
-    return {t: judge(hosts.get(t), facts.get(t, {}), fastest) for t in names}
+    return {t: judge(hosts.get(t), facts.get(t, {}), feeds) for t in names}
