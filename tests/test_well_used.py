@@ -181,12 +181,10 @@ def _new_gpu_bundle(target: str, seq: int, *, verdict: str, p50_ms: float, util:
                       measurements=doc["measurements"] + ms, attempts=doc["attempts"] + atts)
 
 
-@pytest.fixture()
-def landed(tmp_path, warehouse_file):
-    con = connect(str(warehouse_file))
+def build_world(con, inbox: Path) -> None:
+    """The committed H100 and CPU samples (probe 0.4.0) and two new-style GPU bundles, landed; gpu-a priced."""
     add_target(con, "gpu-a", "lambda", "us-east-1", "gpu_1x_h100_sxm5")
     add_price(con, "lambda", "us-east-1", "gpu_1x_h100_sxm5", 3.0)
-    inbox = tmp_path / "in"
     (inbox / "old").mkdir(parents=True)
     for p in (OLD_H100, OLD_CPU):
         (inbox / "old" / p.name).write_bytes(p.read_bytes())
@@ -194,6 +192,12 @@ def landed(tmp_path, warehouse_file):
     write_bundle(inbox, _new_gpu_bundle("gpu-b", 2, verdict="unbound", p50_ms=2.5, util=70.0, gain=0.01))
     got = land_paths(con, [str(inbox)])
     assert got.ok and len(got.landed) == 4, got.as_text()
+
+
+@pytest.fixture()
+def landed(tmp_path, warehouse_file):
+    con = connect(str(warehouse_file))
+    build_world(con, tmp_path / "in")
     yield con
     con.close()
 

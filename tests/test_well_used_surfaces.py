@@ -22,10 +22,7 @@ from reports.pages.target import target_pages
 from reports.pages.well_used import CSV_KEYS
 from tasks.cost.measuring import record_runs
 from tasks.cost.well_used import NOT_MEASURED, RULES
-from tasks.landing.land import land_paths
-from tests.cost_support import add_price, add_target
-from tests.factories import write_bundle
-from tests.test_well_used import NEW_TIME, OLD_CPU, OLD_H100, _new_gpu_bundle
+from tests.test_well_used import NEW_TIME, build_world
 from warehouse.db import connect, reading
 
 
@@ -34,14 +31,7 @@ def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("well-used")
     wh = root / "wh.duckdb"
     con = connect(str(wh))
-    add_target(con, "gpu-a", "lambda", "us-east-1", "gpu_1x_h100_sxm5")
-    add_price(con, "lambda", "us-east-1", "gpu_1x_h100_sxm5", 3.0)
-    for p in (OLD_H100, OLD_CPU):
-        (root / "in").mkdir(exist_ok=True)
-        (root / "in" / p.name).write_bytes(p.read_bytes())
-    write_bundle(root / "in", _new_gpu_bundle("gpu-a", 1, verdict="bound", p50_ms=0.1, util=98.0, gain=0.2))
-    write_bundle(root / "in", _new_gpu_bundle("gpu-b", 2, verdict="unbound", p50_ms=2.5, util=70.0, gain=0.01))
-    assert land_paths(con, [str(root / "in")]).ok
+    build_world(con, root / "in")
     start = NEW_TIME + timedelta(hours=1)
     record_runs(con, [{"compare_run_id": "c1", "target": "gpu-a", "dispatch": "pool", "probe_flow_run_id": "f1",
                        "span_source": "prefect", "started_at": start, "finished_at": start + timedelta(minutes=6),
