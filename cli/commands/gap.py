@@ -1,7 +1,7 @@
 """`costgap gap A B` and `costgap targets`: the cost model from the command line.
 
-    costgap targets --window 30d          # the cost of measuring per target and month, whether each server is
-                                          # well used, then the cost table (--json: per row, all three)
+    costgap targets --window 30d          # the cost of measuring per target and month, the cost table, then
+                                          # whether each server is well used (--json: per row, all three)
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
     costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25]
@@ -209,7 +209,6 @@ def targets_cmd(
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
     _measuring_block(measured, currency)
-    _well_used_lines(judged)
     if not rows:
         typer.echo("no successful fine-tune runs in the window: costgap run, or costgap ingest PATH")
     else:
@@ -226,6 +225,7 @@ def targets_cmd(
                    f"X {r['tokens_per_s']:.4g} tok/s  p {r['p']:.3f} ({r['failed_attempts']}/{r['attempts']})  "
                    f"R {r['R']:.3f}{_window_flag(r)}{_unstable_flag(r)}")
         typer.echo(f"{'':<39} {_today(r, currency)}")
+    _well_used_lines(judged)
 
 
 def _measuring_block(measured: list[dict], currency: str) -> None:
@@ -245,14 +245,12 @@ def _well_used_lines(judged: dict[str, list[dict]]) -> None:
     from tasks.cost.well_used import FAIL, PASS
 
     if judged:
-        typer.echo("is each server well used? (--json: each rule's value, threshold and source figure)")
+        typer.echo("\nis each server well used? (--json: each rule's value, threshold and source figure)")
     for target, vs in judged.items():
         failed = [v["rule"] for v in vs if v["verdict"] == FAIL]
         passed = sum(v["verdict"] == PASS for v in vs)
         which = f" ({', '.join(failed)})" if failed else ""
         typer.echo(f"  {target}: {passed} pass, {len(failed)} fail{which}, {len(vs) - passed - len(failed)} not measured")
-    if judged:
-        typer.echo("")
 
 
 def tiers_cmd(
