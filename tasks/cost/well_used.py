@@ -67,9 +67,9 @@ RULES: tuple[Rule, ...] = (
          f"{QUOTED}: a DataLoader next() that differs by less than 15 ms between hosts"),
     Rule("numa", "NUMA binding", None, "bound (or a single node)", False,
          "A process whose CPUs and memory sit on another socket than its GPU sends every host copy over the "
-         "socket link; latency swings of +-18 ms are quoted for unbound hosts. Bound: every CPU the probe "
+         "socket link; latency swings of ±18 ms are quoted for unbound hosts. Bound: every CPU the probe "
          "may use is local to the GPU. A single-node host passes: binding cannot matter there.",
-         f"{QUOTED}: NUMA binding (bound, unbound, single node), with +-18 ms swings quoted when unbound"),
+         f"{QUOTED}: NUMA binding (bound, unbound, single node), with ±18 ms swings quoted when unbound"),
     Rule("sharing", "Two light fine-tunes on one card", SHARING_GAIN, f"gain >= {SHARING_GAIN:+.0%}", True,
          "Sharing a card (time slicing, vGPU/qGPU) is sold as a cost lever: it pays only where two jobs "
          "together train measurably more tokens per hour than one alone. Pass: sharing is a lever on this "
