@@ -28,7 +28,9 @@ from tasks.cost.inputs import Span
 from reports.reader import reader_inputs
 from reports.theme import target_colors
 from tasks.cost.model import CostOptions, failure_rate_interval, gap_figure
+from tasks.cost.shared import shared_costs
 from tasks.cost.table import cheapest_first, costs, gap_history, leaders
+from tasks.cost.well_used import verdicts
 from tasks.errors import UserError
 from warehouse import sql
 
@@ -116,6 +118,10 @@ class ReportData:
     measuring: Section = field(default_factory=Section)
     # per (target, preset) the newest fine-tune's configuration: how it was found and every candidate (issue 35)
     configs: Section = field(default_factory=Section)
+    # "Is this server well used?": per target its verdicts (tasks.cost.well_used, as `costgap targets --json`)
+    well_used: dict[str, list[dict]] = field(default_factory=dict)
+    # the shared cost per 1M tokens per (target, preset) where two fine-tunes shared a card (tasks.cost.shared)
+    shared: Section = field(default_factory=Section)
 
 
 def alert_config(cfg: ReportConfig) -> AlertConfig:
@@ -293,6 +299,8 @@ def load(con: duckdb.DuckDBPyConnection, cfg: ReportConfig | None = None) -> Rep
         env_history=_sql(con, "report_env_history"),
         runs=_sql(con, "report_runs_latest", {"limit": cfg.runs_per_target}),
         configs=_sql(con, "report_finetune_configs"),
+        well_used=verdicts(con, cfg.as_of),
+        shared=Section(rows=shared_costs(con, opts, cfg.as_of)),
         provenance=_sql(con, "report_provenance"),
         baseline=baseline,
         as_of=span.end if span else None,

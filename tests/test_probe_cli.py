@@ -144,3 +144,28 @@ def test_presets_flag_runs_the_new_presets_not_applicable_on_cpu(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "tasks.probe", "--presets", "13b", "--out", str(tmp_path / "x")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown fine-tune preset '13b'" in bad.stderr
+
+
+@pytest.mark.slow
+def test_quick_bundle_lands_and_its_host_rules_are_judged(quick_run, tmp_path):
+    """Issue 45 on this CPU host: the NUMA, storage and feed parts ran, so their verdicts are pass or fail
+    (never "not measured"), and every GPU rule says "not measured", never pass."""
+    from tasks.cost.well_used import NOT_MEASURED, RULES, verdicts
+    from tasks.landing.land import land_paths
+    from warehouse.db import connect
+
+    proc, out, _ = quick_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    con = connect(str(tmp_path / "wh.duckdb"))
+    try:
+        assert land_paths(con, [str(out)]).ok
+        got = {v["rule"]: v for v in verdicts(con)["local"]}
+        gpu = read_bundle(Path(proc.stdout.strip().splitlines()[-1])).environment.gpu_count
+    finally:
+        con.close()
+    for rule in RULES:
+        v = got[rule.key]
+        if rule.gpu and not gpu:
+            assert v["verdict"] == NOT_MEASURED and v["value_text"] == "no GPU on this host", v
+        elif rule.key in ("numa", "feed") or (rule.key == "await" and "tmpfs" not in v["value_text"]):
+            assert v["verdict"] in ("pass", "fail") and v["figure"], v

@@ -1,6 +1,7 @@
 """`costgap gap A B` and `costgap targets`: the cost model from the command line.
 
-    costgap targets --window 30d          # the cost of measuring per target and month, then the cost table
+    costgap targets --window 30d          # the cost of measuring per target and month, the cost table, then
+                                          # whether each server is well used (--json: per row, all three)
     costgap gap lambda-gpu-1x-a10 lambda-gpu-1x-h100-sxm5 --window 30d --billing on_demand --json
     costgap gap A B --between 2026-10-01..2026-10-31 --and 2026-11-01..2026-11-30
     costgap tiers --tokens 1e10 --kwh-price 0.12 [--currency EUR --billing monthly --f 0.25] [--catalog vms.csv]
@@ -186,7 +187,9 @@ def targets_cmd(
     """Effective cost per 1M tokens per (target, preset) over the window, cheapest first, with today's price."""
     from tasks.cost.measuring import monthly as measuring_monthly
     from tasks.cost.measuring import priced_runs as measuring_runs
-    from tasks.cost.table import COLUMNS, cost_table
+    from tasks.cost.shared import shared_costs
+    from tasks.cost.table import COLUMNS, cost_table, options
+    from tasks.cost.well_used import verdicts
     from tasks.pricing.base import utc
     from warehouse.db import reading
 
@@ -196,8 +199,13 @@ def targets_cmd(
         frame = cost_table(con, window_days=parse_window(window), billing=_billing(billing), currency=currency, f=f,
                            as_of=end)
         measured = measuring_monthly(measuring_runs(con, currency))
+        judged = verdicts(con, end)
+        shared = shared_costs(con, options(_billing(billing), currency, f), end)
     rows = frame.select(COLUMNS).to_dicts()
-    if as_json:
+    if as_json:  # each row also carries its target's verdicts, shared cost and cost of measuring (issue 45)
+        for r in rows:
+            r.update(well_used=judged.get(r["target"], []), shared=[x for x in shared if x["target"] == r["target"]],
+                     measuring=[m for m in measured if m["target"] == r["target"]])
         typer.echo(json.dumps(rows, indent=2, default=str))
         return
     _measuring_block(measured, currency)
@@ -217,6 +225,7 @@ def targets_cmd(
                    f"X {r['tokens_per_s']:.4g} tok/s  p {r['p']:.3f} ({r['failed_attempts']}/{r['attempts']})  "
                    f"R {r['R']:.3f}{_window_flag(r)}{_unstable_flag(r)}")
         typer.echo(f"{'':<39} {_today(r, currency)}")
+    _well_used_lines(judged)
 
 
 def _measuring_block(measured: list[dict], currency: str) -> None:
@@ -229,6 +238,19 @@ def _measuring_block(measured: list[dict], currency: str) -> None:
         for line in lines(measured, currency):
             typer.echo(f"  {line}")
         typer.echo("")
+
+
+def _well_used_lines(judged: dict[str, list[dict]]) -> None:
+    """One line per target: "Is this server well used?" as pass / fail / not measured counts (--json: each rule)."""
+    from tasks.cost.well_used import FAIL, PASS
+
+    if judged:
+        typer.echo("\nis each server well used? (--json: each rule's value, threshold and source figure)")
+    for target, vs in judged.items():
+        failed = [v["rule"] for v in vs if v["verdict"] == FAIL]
+        passed = sum(v["verdict"] == PASS for v in vs)
+        which = f" ({', '.join(failed)})" if failed else ""
+        typer.echo(f"  {target}: {passed} pass, {len(failed)} fail{which}, {len(vs) - passed - len(failed)} not measured")
 
 
 def tiers_cmd(

@@ -18,6 +18,7 @@ from reports.pages.answer import answer, glossary, picker, price_throughput
 from reports.pages.detail import hardware, quality, reliability
 from reports.pages.target import target_pages
 from reports.pages.over_time import over_time
+from reports.pages.well_used import side_by_side
 from tasks.cost.table import COLUMNS
 
 COST_CSV = COLUMNS + ["gap", "gap_lo", "gap_hi", "is_baseline", "p_lo", "p_hi"]
@@ -74,6 +75,8 @@ def overview(data: ReportData) -> Page:
     presets = sorted({r["preset"] for r in data.cost.rows})
     unmeasured = data.cost.extra.get("unmeasured", [])
     p.card(_section(data.leaders, lambda: answer(p, data) + glossary(presets), "priced runs"))
+    p.h2("Is each server well used? Side by side", anchor="well-used")
+    p.card(side_by_side(p, data))
     p.h2("Your workload: cost and time", anchor="your-workload")
     if data.reader.get("inputs"):
         p.scripts.append(PICKER_JS)

@@ -1,6 +1,6 @@
-"""One page per target: its cost and price history, throughput per preset, the configuration each
-preset was measured at (and every candidate tried), what changed in its environment, the change
-points found and its newest runs.
+"""One page per target: its cost and price history, whether the server is well used (reports/pages/well_used.py),
+throughput per preset, the configuration each preset was measured at (and every candidate tried), what changed
+in its environment, the change points found and its newest runs.
 
     python -c "import duckdb; from reports.data import load; from reports.pages.target import target_pages; print([p.filename for p in target_pages(load(duckdb.connect('costgap.duckdb', read_only=True)))])"
 """
@@ -11,6 +11,7 @@ from reports import charts, charts_gap
 from reports.data import ReportData, Rows, Section
 from reports.pages.html import Raw, badge, esc
 from reports.pages.page import Page, _section, changes_table, slug
+from reports.pages.well_used import target_section
 
 # (column, label) of the environment fields a change is shown for, in reading order
 ENV_FIELDS = (("gpu_name", "GPU"), ("gpu_count", "GPUs"), ("driver", "driver"), ("cuda_runtime", "CUDA"),
@@ -106,6 +107,8 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
 
     p.card(_section(Section(rows=hist), cost, "weeks with runs",
                     none="No successful fine-tune run yet, so no cost per token (see Runs below)."))
+    p.h2("Is this server well used?")
+    p.card(target_section(p, data, name, i))
     p.h2("Throughput per preset")
     p.card(_section(Section(rows=hist), lambda: '<div class="row">' + "".join(
         "<div>" + p.chart(f"t{i}-x-{_key(s)}", lambda s=s: charts.throughput_lines(

@@ -91,6 +91,15 @@ def run_status(b: Bundle) -> str:
     return "partial" if usable else "failed"
 
 
+def bounded_values(unit: str, value: float) -> dict:
+    """A measurement's value again under the column its unit bounds (validate.py's rules read them; None
+    elsewhere): a share or fraction of a whole in [0, 1], a percentage in [0, 100], a latency in ms > 0, a
+    yes/no as 0 or 1, and a sharing gain (aggregate / alone - 1) above -1."""
+    return {"share_value": value if unit == "share" else None, "pct_value": value if unit == "%" else None,
+            "ms_value": value if unit == "ms" else None, "bool_value": value if unit == "bool" else None,
+            "gain_value": value if unit == "fraction" else None}
+
+
 class FrameBatch:
     """Column lists for one batch of bundles; `frames()` returns pandas DataFrames."""
 
@@ -142,7 +151,8 @@ class FrameBatch:
                       power_w_median=c.power_w_median if c else None,
                       power_w_max=c.power_w_max if c else None,
                       temp_c_max=c.temp_c_max if c else None,
-                      rate_value=m.value if m.unit.endswith("/s") else None)
+                      rate_value=m.value if m.unit.endswith("/s") else None,
+                      **bounded_values(m.unit, m.value))
         for i, f in enumerate(b.finetune):
             mem = f.peak_mem_reserved_gib
             self._row("finetunes", run_id=rid, seq=i, **{c: getattr(f, c) for c in FT_COLUMNS},

@@ -58,6 +58,12 @@ def _suites() -> dict[str, list[tuple[str, dict[str, Any]]]]:
             (between, {"column": "efficiency", "min_value": 0, "max_value": EFFICIENCY_MAX}),
             (between, {"column": "rate_value", "min_value": 0, "strict_min": True}),
             (between, {"column": "spread", "min_value": 0}),
+            # issue 45's figures, by unit (frames.bounded_values): shares, utilization, latencies, yes/no, gains
+            (between, {"column": "share_value", "min_value": 0, "max_value": 1}),
+            (between, {"column": "pct_value", "min_value": UTIL_RANGE[0], "max_value": UTIL_RANGE[1]}),
+            (between, {"column": "ms_value", "min_value": 0, "strict_min": True}),
+            ("ExpectColumnValuesToBeInSet", {"column": "bool_value", "value_set": [0.0, 1.0]}),
+            (between, {"column": "gain_value", "min_value": -1, "strict_min": True}),
         ],
         "finetunes": [
             ("ExpectCompoundColumnsToBeUnique", {"column_list": ["run_id", "seq"]}),

@@ -104,7 +104,7 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
         _log(warning)
     env.setdefault("extra", {})["spec_key"] = spec.key
 
-    def task(name: str, fn: Callable[[], list]) -> list:
+    def task(name: str, fn: Callable[[], list], retries: int | None = None) -> list:
         group = name.split(":")[0]
         if group in skip:
             attempts.append(attempt(name, 1, "skipped", 0.0, message="skipped by --skip",
@@ -113,7 +113,7 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
         sampler.set_phase(name)
         _log(f"{name} ...")
         t = time.perf_counter()
-        out = run_task(name, fn, attempts, retries=prof.retries)
+        out = run_task(name, fn, attempts, retries=prof.retries if retries is None else retries)
         _log(f"{name} done in {time.perf_counter() - t:.1f} s: " + ", ".join(
             f"{m['metric']}={m['value']:.4g}" for m in out))
         measurements.extend(out)
@@ -162,8 +162,8 @@ def collect(prof: Profile, *, device: str, sampler, skip: frozenset) -> dict[str
     gpus = _nvml_gpus(sampler, torch.device(device)) if str(device).startswith("cuda") else None
     task("gpu_busy", lambda: measure_busy(sampler, finetune, gpus))
     for preset in prof.sharing.presets:
-        task(f"sharing:{preset}", lambda p=preset: measure_sharing(prof.sharing, p, device=device,
-                                                                  sampler=sampler))
+        task(f"sharing:{preset}", lambda p=preset: measure_sharing(prof.sharing, p, device=device, sampler=sampler),
+             retries=0)  # a second try would cost up to its timeout again: the profile's 8 minutes come first
     sampler.set_phase("")
     return {"environment": env, "attempts": attempts, "measurements": measurements,
             "finetune": finetune}

@@ -1,15 +1,15 @@
 """One fine-tune process of the sharing part: build, warm up, say ready, wait for "go", train for a fixed time.
 
-    python -m tasks.probe.finetune.share_worker --preset tiny --device cpu --micro-batch 2 --warmup-s 0.5 --duration-s 1
+    echo go | python -m tasks.probe.finetune.share_worker --preset tiny --device cpu --micro-batch 1 --warmup-s 0.3 --duration-s 1
 
-Started by tasks/probe/finetune/sharing.py, alone and as one of several on one GPU (plain processes:
-no MPS, no MIG). Protocol on stdout, one JSON object a line: {"ready": ...} once warmed up; then it
-reads one line from stdin (the go signal, sent to every job at once so their timed windows overlap)
-and trains for `duration_s`, printing {"tokens_per_s": ...}. Eager (no torch.compile, whatever the
-preset's default): the part compares one job alone against several together at the same settings,
-and a compile would cost each process tens of seconds. Timing: the host clock from go to a
-synchronised end (the steps are asynchronous; the one sync at the end closes the window). A failure
-prints {"error": ...} and exits 1.
+Started by tasks/probe/finetune/sharing.py, one of several on one GPU (plain processes: no MPS, no
+MIG). Protocol on stdout, one JSON object a line: {"ready": ...} once warmed up; then, for each line
+read from stdin (a go signal: to this job alone, or to every job at once so their timed windows
+overlap), it trains for `duration_s` and prints {"tokens_per_s": ...}; stdin closed: it exits.
+Eager (no torch.compile, whatever the preset's default): the part compares one job alone against
+several together at the same settings, and a compile would cost each process tens of seconds.
+Timing: the host clock from go to a synchronised end (the steps are asynchronous; the one sync at
+the end closes the window). A failure prints {"error": ...} and exits 1.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _emit(obj: dict) -> None:
     sys.stdout.flush()
 
 
-def run(a: argparse.Namespace) -> dict:
+def run(a: argparse.Namespace) -> None:
     from tasks.probe.finetune import data as fdata
     from tasks.probe.finetune import presets as fpresets
     from tasks.probe.finetune.encoder import mask_token_id
@@ -58,22 +58,21 @@ def run(a: argparse.Namespace) -> dict:
     if cuda:
         torch.cuda.synchronize(dev)
     _emit({"ready": True, "precision": precision, "micro_batch": a.micro_batch, "build_s": meta["build_s"]})
-    if not sys.stdin.readline():
-        raise RuntimeError("stdin closed before the go signal")
-    t0, steps = time.perf_counter(), 0
-    while time.perf_counter() - t0 < a.duration_s:
-        losses.append(step(next(it)))
-        steps += 1
-    if cuda:
-        torch.cuda.synchronize(dev)
-    elapsed = time.perf_counter() - t0
-    first, last = float(losses[0]), float(losses[-1])
-    if not (math.isfinite(first) and math.isfinite(last)):
-        raise RuntimeError(f"loss became NaN/Inf ({first} -> {last})")
-    return {"tokens_per_s": steps * a.micro_batch * p.seq_len / elapsed, "steps": steps, "elapsed_s": elapsed,
-            "micro_batch": a.micro_batch, "seq_len": p.seq_len, "precision": precision,
-            "peak_mem_gib": torch.cuda.max_memory_allocated(dev) / 2**30 if cuda else None,
-            "loss_first": first, "loss_last": last}
+    while sys.stdin.readline():  # one timed window per go signal; stdin closed: done
+        t0, steps = time.perf_counter(), 0
+        while time.perf_counter() - t0 < a.duration_s:
+            losses.append(step(next(it)))
+            steps += 1
+        if cuda:
+            torch.cuda.synchronize(dev)
+        elapsed = time.perf_counter() - t0
+        first, last = float(losses[0]), float(losses[-1])
+        if not (math.isfinite(first) and math.isfinite(last)):
+            raise RuntimeError(f"loss became NaN/Inf ({first} -> {last})")
+        _emit({"tokens_per_s": steps * a.micro_batch * p.seq_len / elapsed, "steps": steps, "elapsed_s": elapsed,
+               "micro_batch": a.micro_batch, "seq_len": p.seq_len, "precision": precision,
+               "peak_mem_gib": torch.cuda.max_memory_allocated(dev) / 2**30 if cuda else None,
+               "loss_first": first, "loss_last": last})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     try:
-        _emit(run(a))
+        run(a)
     except Exception as e:  # the parent records it as the attempt's failure
         _emit({"error": f"{type(e).__name__}: {e}"[:2000],
                "oom": isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()})

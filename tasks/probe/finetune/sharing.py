@@ -4,12 +4,13 @@
 print(measure_sharing(QUICK.sharing, 'tiny', device='cpu'))"
 
 Sharing a card (time slicing, vGPU/qGPU) is sold as a cost lever; whether it raises the tokens per
-hour paid for is measured here. Each run starts fresh processes (share_worker.py) at the same
+hour paid for is measured here. `jobs` fresh processes (share_worker.py) run at the same
 micro-batch: the largest the memory model fits in 1/jobs of the card's free memory (each process
 capped at that share of the card), so the alone run is the same job a shared one is. Every job
-builds and warms up, then all get "go" at once and train for `duration_s`; their timed windows
-overlap. Reported per preset: tokens/s alone, the aggregate tokens/s of the jobs together, and the
-sharing gain = aggregate / alone - 1. GPU utilization over each timed window rides along in params
+builds and warms up; the first then trains alone for `duration_s` while the others wait idle (an
+idle context takes no GPU time), and then all get "go" at once and train for `duration_s`, their
+timed windows overlapping. Reported per preset: tokens/s alone, the aggregate tokens/s of the jobs
+together, and the sharing gain = aggregate / alone - 1. GPU utilization over each timed window rides along in params
 (from the run's NVML samples, phase "sharing:<preset>:alone|together"). Two copies that do not fit
 are not_applicable, as is a GPU-only preset on a CPU.
 """
@@ -99,32 +100,28 @@ class _Job:
             return msg
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        try:
+            self.proc.stdin.close()  # the worker's loop ends: it exits on its own
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
-        self.proc.wait()
+            self.proc.wait()
         self.err.close()
 
 
-def _session(n: int, args: list[str], deadline: float, sampler, phase: str) -> tuple[list[dict], dict | None]:
-    """Run `n` jobs with overlapping timed windows: (their results, the GPU's busy summary over them)."""
-    jobs = [_Job(args) for _ in range(n)]
+def _window(jobs: list[_Job], deadline: float, sampler, phase: str) -> tuple[list[dict], dict | None]:
+    """One timed window of `jobs` at once (go to each, then their results), and the GPU's busy summary over it."""
+    before = sampler.phase if sampler is not None else ""
+    if sampler is not None:
+        sampler.set_phase(phase)
     try:
         for j in jobs:
-            j.next_message(deadline)  # ready
-        before = sampler.phase if sampler is not None else ""
-        if sampler is not None:
-            sampler.set_phase(phase)
-        try:
-            for j in jobs:
-                j.proc.stdin.write("go\n")
-                j.proc.stdin.flush()
-            results = [j.next_message(deadline) for j in jobs]
-        finally:
-            if sampler is not None:
-                sampler.set_phase(before)
+            j.proc.stdin.write("go\n")
+            j.proc.stdin.flush()
+        results = [j.next_message(deadline) for j in jobs]
     finally:
-        for j in jobs:
-            j.close()
+        if sampler is not None:
+            sampler.set_phase(before)
     busy = None
     if sampler is not None and getattr(sampler, "nv", None) is not None:
         tops = [c for c in sampler.max_clock_mhz if c]
@@ -140,8 +137,15 @@ def measure_sharing(cfg: SharingConfig, preset: str, *, device: str, sampler=Non
     if not str(device).startswith("cuda"):
         args += ["--workers", "0"]  # CI's CPU run: the feed is not what is measured, and every process counts
     deadline = time.monotonic() + cfg.timeout_s
-    (alone,), busy1 = _session(1, args, deadline, sampler, f"sharing:{preset}:alone")
-    together, busy2 = _session(cfg.jobs, args, deadline, sampler, f"sharing:{preset}:together")
+    jobs = [_Job(args) for _ in range(cfg.jobs)]
+    try:
+        for j in jobs:
+            j.next_message(deadline)  # ready: built and warmed up
+        (alone,), busy1 = _window(jobs[:1], deadline, sampler, f"sharing:{preset}:alone")  # the others idle
+        together, busy2 = _window(jobs, deadline, sampler, f"sharing:{preset}:together")
+    finally:
+        for j in jobs:
+            j.close()
     x1 = alone["tokens_per_s"]
     xs = [r["tokens_per_s"] for r in together]
     agg = sum(xs)
@@ -157,8 +161,9 @@ def measure_sharing(cfg: SharingConfig, preset: str, *, device: str, sampler=Non
                             "peak_mem_gib": alone["peak_mem_gib"]}, repeats=alone["steps"], statistic="single"),
         measurement(BENCHMARK, VERSION, "aggregate_tokens_per_s", agg, "tokens/s",
                     params={**common, "jobs": cfg.jobs, "job_tokens_per_s": [round(x, 2) for x in xs],
-                            "util_mean_pct": util(busy2), "peak_mem_gib": max((r["peak_mem_gib"] or 0) for r in together)
-                            or None}, repeats=sum(r["steps"] for r in together), statistic="single"),
+                            "util_mean_pct": util(busy2),
+                            "peak_mem_gib": max((r["peak_mem_gib"] or 0) for r in together) or None},
+                    repeats=sum(r["steps"] for r in together), statistic="single"),
         measurement(BENCHMARK, VERSION, "sharing_gain", agg / x1 - 1, "fraction",
                     params={**common, "jobs": cfg.jobs, "alone_tokens_per_s": round(x1, 2),
                             "aggregate_tokens_per_s": round(agg, 2)}, repeats=1, statistic="single"),
