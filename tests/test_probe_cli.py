@@ -84,12 +84,9 @@ def test_quick_bundle_validates_and_records_every_task(quick_run):
                ("feed", "next_latency_ms_p95"), ("numa", "numa_nodes"), ("storage", "read4k_qd1_p99_ms"),
                ("storage", "read4k_qd32_p50_ms"), ("storage", "io_uring"), ("feed", "wait_share")):
         assert bm in metrics, bm
-    share = next(a for a in b.attempts if a.task == "sharing:tiny")  # two tiny fine-tunes at once, on CPU
-    if share.state == "completed":
-        assert {"alone_tokens_per_s", "aggregate_tokens_per_s", "sharing_gain"} <= {
-            m.metric for m in b.measurements if m.benchmark == "sharing"}
-    else:  # a loaded box may time it out: said in the attempt, never a crash of the probe
-        assert share.state == "failed" and share.error_kind in ("timeout", "other"), share
+    share = next(a for a in b.attempts if a.task == "sharing:tiny")  # two jobs on one card: no card here
+    if b.environment.gpu_count == 0:
+        assert share.state == "not_applicable" and "no GPU" in share.message, share
     if b.environment.gpu_count == 0:
         assert next(a for a in b.attempts if a.task == "allreduce").state == "not_applicable"
         assert next(a for a in b.attempts if a.task == "hostdev").state == "not_applicable"

@@ -3,8 +3,9 @@ the GPU-busy summary and the sharing part's plan.
 
     .venv/bin/pytest -q tests/test_probe_host_checks.py
 
-The sharing part's two processes run end to end in the quick probe (tests/test_probe_cli.py), on the
-`tiny` preset; here only what decides whether and how it runs.
+The sharing part is not_applicable on a CPU host (no card to share), so the quick probe that many tests and
+`make run` start pays nothing for it; its two processes run end to end here once, on the `tiny` preset with
+`on_cpu` set (test_sharing_two_processes_end_to_end_on_cpu).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tasks.probe.finetune.sharing import plan
+from dataclasses import replace
+
+from tasks.probe.finetune.sharing import measure_sharing, plan
 from tasks.probe.hardware.feed import measure_feed
 from tasks.probe.hardware.numa_copy import measure_numa
 from tasks.probe.hardware.storage import measure_storage
@@ -203,9 +206,11 @@ def test_measure_busy_not_applicable_without_nvml():
 
 
 def test_sharing_plan_on_cpu():
-    assert plan(QUICK.sharing, "tiny", "cpu")[:2] == (1, None)
+    with pytest.raises(NotApplicable, match="no GPU: two fine-tunes on one card need a card to share"):
+        plan(QUICK.sharing, "tiny", "cpu")
+    assert plan(replace(QUICK.sharing, on_cpu=True), "tiny", "cpu")[:2] == (1, None)
     with pytest.raises(NotApplicable, match="needs a CUDA GPU"):
-        plan(STANDARD.sharing, "bert-large", "cpu")
+        plan(replace(STANDARD.sharing, on_cpu=True), "bert-large", "cpu")  # a GPU-only preset
 
 
 def test_sharing_config_names_the_field():
@@ -213,3 +218,17 @@ def test_sharing_config_names_the_field():
         SharingConfig(jobs=1)
     with pytest.raises(ValueError, match="presets"):
         SharingConfig(presets=())
+
+
+@pytest.mark.slow
+def test_sharing_two_processes_end_to_end_on_cpu():
+    """The two plain processes start, train alone then together, and report the three figures (CI's only
+    run of the machinery: the quick probe marks the part not_applicable on a CPU)."""
+    cfg = replace(QUICK.sharing, on_cpu=True, timeout_s=240.0)
+    out = measure_sharing(cfg, "tiny", device="cpu")
+    got = {m["metric"]: m for m in out}
+    assert {"alone_tokens_per_s", "aggregate_tokens_per_s", "sharing_gain"} <= set(got)
+    alone, agg = got["alone_tokens_per_s"]["value"], got["aggregate_tokens_per_s"]["value"]
+    assert alone > 0 and agg > 0
+    assert got["sharing_gain"]["value"] == pytest.approx(agg / alone - 1.0, rel=1e-6)
+    assert got["aggregate_tokens_per_s"]["params"]["mps"] is False  # plain processes: nothing changed on the host

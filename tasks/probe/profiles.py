@@ -167,6 +167,8 @@ class SharingConfig:
     warmup_s: float = 4.0  # untimed steps after the build (allocator, clocks), per process
     micro_batch: int | None = None  # None: the largest the memory model fits in 1/jobs of the card
     timeout_s: float = 150.0  # the whole part; a hung job is a failed attempt, not a stall
+    on_cpu: bool = False  # a CPU host has no card to share, so the part is not_applicable there; only the
+    #   probe's own test sets this, to run the two-process machinery end to end in CI (tests/test_probe_host_checks.py)
 
     def __post_init__(self):
         _check(self, "presets", len(self.presets) > 0, "at least one preset")

@@ -45,6 +45,8 @@ def plan(cfg: SharingConfig, preset: str, device: str) -> tuple[int, float | Non
     """(micro-batch, per-process memory fraction or None, precision) for `cfg.jobs` copies of `preset`."""
     p = fpresets.get_preset(preset)
     dev = torch.device(device)
+    if dev.type != "cuda" and not cfg.on_cpu:
+        raise NotApplicable("no GPU: two fine-tunes on one card need a card to share")
     why, _ = not_applicable(p, dev)
     if why:
         raise NotApplicable(why)
