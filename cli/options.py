@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from reports.text import figure
 from tasks.errors import UserError
 
 
@@ -39,6 +40,6 @@ def currency(text: str) -> str:
 def fraction(f: float) -> float:
     """--f: the fraction of an attempt's work lost per failure, in [0, 1]."""
     if not 0.0 <= f <= 1.0:
-        raise UserError(f"--f {f:g}: expected the fraction of an attempt's work lost per failure, from 0 to 1 "
+        raise UserError(f"--f {figure(f)}: expected the fraction of an attempt's work lost per failure, from 0 to 1 "
                         "(0.5: half, on average, without checkpoints)")
     return f

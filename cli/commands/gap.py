@@ -26,6 +26,7 @@ from typing import Optional
 import typer
 
 from cli import cost_text as text
+from cli import format as fmt
 from cli import options as opt
 from runtime.settings import warehouse_path
 from tasks.cost.model import F_LOST
@@ -64,7 +65,7 @@ def _lost_fraction(checkpoint_every: Optional[float], f: float) -> float:
     from tasks.cost.model import lost_fraction
 
     if checkpoint_every is not None and not 0 < checkpoint_every <= 1:
-        raise UserError(f"--checkpoint-every {checkpoint_every:g}: expected the checkpoint interval as a fraction "
+        raise UserError(f"--checkpoint-every {fmt.num(checkpoint_every)}: expected the checkpoint interval as a fraction "
                         "of the job, more than 0 and at most 1 (0.1: a checkpoint every tenth of the job)")
     return lost_fraction(checkpoint_every, opt.fraction(f))
 
@@ -175,7 +176,7 @@ def tiers_cmd(
     checkpoint_every: Optional[float] = typer.Option(None, "--checkpoint-every", help="Checkpoint interval as a "
                                                      "fraction c of the job: sets f = c/2 (overrides --f)."),
     train_tokens: float = typer.Option(1e9, "--tokens", help="Tokens to train, for hours and cost to train "
-                                       "(a positive number: 1e9, 2000000000)."),
+                                       "(a positive number, e.g. 2000000000)."),
     kwh_price: float = typer.Option(0.15, "--kwh-price", help="Electricity price per kWh in the reporting "
                                     "currency, 0 or more (default 0.15: an ASSUMED round tariff)."),
     as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
@@ -187,9 +188,9 @@ def tiers_cmd(
 
     currency = opt.currency(currency)
     if not train_tokens > 0:
-        raise UserError(f"--tokens {train_tokens:g}: expected a positive number of tokens to train, e.g. 1e9")
+        raise UserError(f"--tokens {fmt.num(train_tokens)}: expected a positive number of tokens to train, e.g. 1000000000")
     if not kwh_price >= 0:
-        raise UserError(f"--kwh-price {kwh_price:g}: expected an electricity price per kWh of 0 or more, e.g. 0.12")
+        raise UserError(f"--kwh-price {fmt.num(kwh_price)}: expected an electricity price per kWh of 0 or more, e.g. 0.12")
     kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency,
               f=_lost_fraction(checkpoint_every, f))
     with reading(warehouse_path(warehouse)) as con:
