@@ -181,12 +181,20 @@ def tiers_lines(tiers: list[dict], extra: list[dict], currency: str, train_token
     return out + notes
 
 
-def answer_lines(rows: list[dict], currency: str | None) -> list[str]:
-    """The site's answer per preset (reports.pages.answer.answer_rows), narrow: what `costgap run` ends with."""
-    if not rows:
-        return ["no cost yet: no successful fine-tune with a price in the window (costgap targets says why per target)"]
-    cells = [[r["preset"], r["cheapest"], fmt.per_mtok(r["cost_per_mtok"], currency or r.get("currency", "")),
-              r["runner_up"] or "-", fmt.pct(r["gap"]) if r["runner_up"] else "-", r["verdict"]] for r in rows]
-    return (["the answer per preset: the cheapest target over the window, and how much more the next one costs",
-             VERDICT_LEGEND]
-            + fmt.table(cells, ["preset", "cheapest", "cost", "runner-up", "costs more", "verdict"], right=(4,)))
+def answer_lines(rows: list[dict], cost: list[dict], currency: str | None) -> list[str]:
+    """The site's answer per preset (reports.pages.answer.answer_rows), narrow: what `costgap run` ends with;
+    then each (target, preset) without a cost, and why (`cost`: the cost table's rows)."""
+    out = []
+    if rows:
+        cells = [[r["preset"], r["cheapest"], fmt.per_mtok(r["cost_per_mtok"], currency or r.get("currency", "")),
+                  r["runner_up"] or "-", fmt.pct(r["gap"]) if r["runner_up"] else "-", r["verdict"]] for r in rows]
+        out += (["the answer per preset: the cheapest target over the window, and how much more the next one costs",
+                 VERDICT_LEGEND]
+                + fmt.table(cells, ["preset", "cheapest", "cost", "runner-up", "costs more", "verdict"], right=(4,)))
+    missing = [r for r in cost if r.get("cost_per_mtok") is None]
+    out += [f"no cost for {r['target']}/{r['preset']}: "
+            f"{r.get('no_cost_reason') or 'no price'}" for r in missing]
+    if any(r.get("price_per_hour") is None and r.get("tokens_per_s") is not None for r in missing):
+        out.append("  a cost per token needs a price: costgap prices import FILE (deploy/prices/lambda.csv shows "
+                   "the columns)")
+    return out or ["no cost yet: no fine-tune landed in the window"]

@@ -77,7 +77,9 @@ def build_report(warehouse: str, site: str) -> dict:
     data = load_report(warehouse)
     index = publish(data, site)
     return {"index": index, "headline": headline_text(data.cost.rows), "answer": answer_rows(data),
-            "currency": data.currency, "cost": [{k: r.get(k) for k in HEADLINE_COLUMNS} for r in data.cost.rows],
+            "currency": data.currency,
+            "cost": [{k: r.get(k) for k in (*HEADLINE_COLUMNS, "no_cost_reason")}
+                     for r in [*data.cost.rows, *data.cost.extra.get("unmeasured", [])]],
             "headline_md": frame_markdown(data.cost.rows, HEADLINE_COLUMNS),
             "changes": len(data.changes.rows), "changes_md": findings_markdown(data.changes.rows)}
 

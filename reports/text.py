@@ -84,7 +84,7 @@ def unpriced_note(df) -> str:
     if not missing:
         return ""
     return (f"no price for: {', '.join(missing)} - cost per 1M tokens needs one; add it with "
-            "`costgap prices import FILE --format csv` (see deploy/prices/ for the format)")
+            "`costgap prices import FILE` (see deploy/prices/ for the format)")
 
 
 def headline_text(df) -> str:

@@ -100,9 +100,8 @@ def _show(summary: dict, state: str, wide: bool) -> None:
     typer.echo("")
     for line in outcome_lines(summary["outcomes"]):
         typer.echo(line)
-    typer.echo(f"{state}: {summary['message']}")
     typer.echo("")
-    for line in answer_lines(summary.get("answer") or [], summary.get("currency")):
+    for line in answer_lines(summary.get("answer") or [], summary.get("cost") or [], summary.get("currency")):
         typer.echo(line)
     if wide:
         typer.echo("")
@@ -110,6 +109,7 @@ def _show(summary: dict, state: str, wide: bool) -> None:
     typer.echo("")
     typer.echo(f"warehouse: {summary['warehouse']}")
     typer.echo(f"report:    {summary.get('index') or '(not built)'}")
+    typer.echo(f"{state}: {summary['message']}")
 
 
 def _reraise(value) -> None:

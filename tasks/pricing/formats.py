@@ -22,6 +22,8 @@ PRICE_BOOK_HEADER = {"provider", "region", "instance_type", "billing_mode", "cur
 SKYPILOT_HEADER = {"InstanceType", "Price", "Region"}
 FX_CSV_HEADER = {"currency", "rate_date", "units_per_usd"}
 ECB_FIRST = "Date"  # eurofxref-hist.csv: Date,USD,JPY,...
+KINDS = {"price book": "a price book", "yaml": "a price book in YAML", "skypilot": "a SkyPilot catalog",
+         "fx csv": "costgap's FX rates CSV", "ecb": "the ECB's reference rates"}
 
 
 def _header(path: Path) -> set[str]:
@@ -53,42 +55,35 @@ def _kind(path: Path) -> str | None:
     return None
 
 
-def _missing(path: str) -> None:
+def _told(path: str, given: str | None, formats: tuple[str, ...], mine: dict[str, str], other: str,
+          what: str) -> str:
+    """The format given (checked against `formats`), else the one `mine` maps the file's kind to. A kind that
+    `mine` lacks but the other command reads names that command; none at all names the flag and the formats."""
+    if given is not None:
+        if given not in formats:
+            raise UserError(f"--format {given!r}: expected one of {', '.join(formats)}")
+        return given
     if not Path(path).is_file():
         raise UserError(f"{path}: no such file")
+    kind = _kind(Path(path))
+    if kind in mine:
+        return mine[kind]
+    if kind is not None:
+        raise UserError(f"{path}: {KINDS[kind]}, not what this command reads: {other} {path}")
+    raise UserError(f"{path}: cannot tell its format from the name and the header line; pass --format "
+                    f"{'|'.join(formats)} ({what})")
 
 
 def price_format(path: str, given: str | None) -> str:
     """The --format of `prices import`: the one given, else told from the file."""
-    if given is not None:
-        if given not in PRICE_FORMATS:
-            raise UserError(f"--format {given!r}: expected one of {', '.join(PRICE_FORMATS)}")
-        return given
-    _missing(path)
-    kind = _kind(Path(path))
-    if kind == "ecb":
-        raise UserError(f"{path}: the ECB's reference rates, not prices: costgap fx import {path}")
-    found = {"price book": "csv", "yaml": "yaml", "skypilot": "skypilot", "fx csv": "fx"}.get(kind)
-    if found is None:
-        raise UserError(f"{path}: cannot tell its format from the name and the header line; pass --format "
-                        f"{'|'.join(PRICE_FORMATS)} (csv: a price book with {', '.join(sorted(PRICE_BOOK_HEADER))}; "
-                        "skypilot: a SkyPilot vms.csv; fx: costgap's FX rates CSV)")
-    return found
+    return _told(path, given, PRICE_FORMATS, {"price book": "csv", "yaml": "yaml", "skypilot": "skypilot",
+                                               "fx csv": "fx"}, "costgap fx import",
+                 f"csv: a price book with {', '.join(sorted(PRICE_BOOK_HEADER))}; yaml: the same as YAML; "
+                 "skypilot: a SkyPilot vms.csv; fx: costgap's FX rates CSV")
 
 
 def fx_format(path: str, given: str | None) -> str:
     """The --format of `fx import`: the one given, else told from the file."""
-    if given is not None:
-        if given not in FX_FORMATS:
-            raise UserError(f"--format {given!r}: expected one of {', '.join(FX_FORMATS)}")
-        return given
-    _missing(path)
-    kind = _kind(Path(path))
-    if kind in ("price book", "yaml", "skypilot"):
-        raise UserError(f"{path}: a price file, not FX rates: costgap prices import {path}")
-    found = {"ecb": "ecb", "fx csv": "csv"}.get(kind)
-    if found is None:
-        raise UserError(f"{path}: cannot tell its format from the name and the header line; pass --format "
-                        f"{'|'.join(FX_FORMATS)} (ecb: eurofxref-hist.zip or its CSV; csv: costgap's FX rates "
-                        f"with {', '.join(sorted(FX_CSV_HEADER))}, source)")
-    return found
+    return _told(path, given, FX_FORMATS, {"ecb": "ecb", "fx csv": "csv"}, "costgap prices import",
+                 f"ecb: eurofxref-hist.zip or its CSV; csv: costgap's FX rates with "
+                 f"{', '.join(sorted(FX_CSV_HEADER))}, source")
