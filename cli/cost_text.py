@@ -13,9 +13,7 @@ from __future__ import annotations
 from cli import format as fmt
 from tasks.cost.verdict import CLEAR, MEANING, WITHIN_NOISE
 
-VERDICT_LEGEND = f"verdict: {CLEAR} = {MEANING[CLEAR]}; {WITHIN_NOISE} = {MEANING[WITHIN_NOISE]}"  # one line
-BILLING_WORDS = {"on_demand": "on-demand", "monthly": "monthly (per hour: /730)", "yearly": "yearly (per hour: /8760)",
-                 "spot": "spot", None: "each target's own billing mode"}
+VERDICT_LEGEND = f"verdict: {CLEAR} = {MEANING[CLEAR]}; {WITHIN_NOISE} = {MEANING[WITHIN_NOISE]}"
 
 
 def window_flag(c: dict) -> str:
@@ -54,6 +52,12 @@ def _side(name: str, c: dict, cur: str, width: int) -> list[str]:
             f"  {'':<{width + 1}} {today(c, cur)}"]
 
 
+def _prices(mode: str | None) -> str:
+    from reports.pages.answer import BILLING_WORDS  # the site's words for a billing mode (imported when asked)
+
+    return f"{BILLING_WORDS.get(mode, mode)} prices" if mode else "prices at each target's own billing mode"
+
+
 def terms_line(ln_ratio: float, terms: dict, head: str) -> str:
     """'why, in log points ...: price -24.0 + throughput +8.9 + reliability +0.0 = -15.0'."""
     return (f"{head} in log points (100 x ln, about the % each moves the cost ratio): price "
@@ -66,7 +70,7 @@ def gap_lines(res: dict) -> list[str]:
     a, b, cur = res["a"], res["b"], res["currency"]
     width = max(len(a), len(b))
     more = "more" if res["gap"] >= 0 else "less"
-    out = [f"{a} against {b}: preset {res['preset']}, {BILLING_WORDS.get(res['billing'], res['billing'])} prices, "
+    out = [f"{a} against {b}: preset {res['preset']}, {_prices(res['billing'])}, "
            f"window {fmt.window(res['window']['start'], res['window']['end'])}"]
     out += _side(a, res["components"]["a"], cur, width) + _side(b, res["components"]["b"], cur, width)
     out.append(f"gap: {a} costs {abs(res['gap']) * 100:,.1f}% {more} than {b} ({fmt.pct(res['gap'])}, 90% "

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from cli.format import ENOTATION, num
 from cli.main import app
 from tests.conftest import COSTGAP, REPO
+from tests.demo_world import shared_demo
 
 # The price and FX files shipped for people to import (the GCP catalog excerpt prices GPUs on rows of their
 # own, apart from the VM, so it is a fixture for SkyPilot's loader only: tests/fixtures/skypilot/README.md).
@@ -31,11 +32,7 @@ COST_UNIT = re.compile(r"(\S+) ?/(1M tokens|h)\b")  # what stands before "/1M to
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("cli-text")
-    wh = root / "demo.duckdb"
-    res = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(root / "site"), "--no-images"])
-    assert res.exit_code == 0, res.output
-    return wh
+    return shared_demo(tmp_path_factory)[0]  # read only here; a test that writes copies it
 
 
 def _cli(*args: str) -> str:

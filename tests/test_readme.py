@@ -3,9 +3,9 @@
     .venv/bin/pytest -q tests/test_readme.py
     .venv/bin/python -m tests.readme_blocks      # the whole output of each example, to paste from
 
-The demo warehouse is built once (`costgap demo`, as the README's setup does); each `console demo` block
-runs on its own copy, in this process (CliRunner), with `today` pinned (readme_blocks.TODAY). A user error
-is printed and exits 2 exactly as cli/main.py does.
+The demo warehouse is built once per session (`costgap demo`, as the README's setup does;
+tests/demo_world.py); each `console demo` block runs on its own copy, in this process (CliRunner), with
+`today` pinned (readme_blocks.TODAY). A user error is printed and exits 2 exactly as cli/main.py does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from tasks.errors import UserError
+from tests.demo_world import shared_demo
 from tests.readme_blocks import DEMO_WAREHOUSE, TODAY, blocks, missing
 
 BLOCKS = blocks()
@@ -50,7 +51,7 @@ def run_command(argv: list[str], warehouse: Path, demo_out: list[str]) -> tuple[
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[Path, list[str]]:
-    return build_demo(tmp_path_factory.mktemp("readme"))
+    return shared_demo(tmp_path_factory)  # one `costgap demo` for the session (tests/demo_world.py)
 
 
 def test_the_readme_has_examples_to_check():
