@@ -108,8 +108,20 @@ def _show(summary: dict, state: str, wide: bool) -> None:
         typer.echo(summary.get("headline") or "(no headline table)")
     typer.echo("")
     typer.echo(f"warehouse: {summary['warehouse']}")
-    typer.echo(f"report:    {summary.get('index') or '(not built)'}")
+    typer.echo(f"report:    {_here(summary.get('index')) or '(not built)'}")
     typer.echo(f"{state}: {summary['message']}")
+
+
+def _here(index: Optional[str]) -> Optional[str]:
+    """The report's path relative to the working directory where it lies below it (site/index.html)."""
+    from pathlib import Path
+
+    if not index or "://" in index:
+        return index
+    try:
+        return str(Path(index).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return index
 
 
 def _reraise(value) -> None:
