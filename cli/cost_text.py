@@ -151,7 +151,8 @@ def _preset_head(preset: str, group: list[dict], versus: dict) -> str:
             f"{fmt.interval(v['gap_lo'], v['gap_hi'], fmt.pct)}: {v['verdict']}")
 
 
-def tiers_lines(tiers: list[dict], extra: list[dict], currency: str, train_tokens: float, kwh_price: float) -> list[str]:
+def tiers_lines(tiers: list[dict], extra: list[dict], currency: str, train_tokens: float,
+                kwh_price: float) -> list[str]:
     """The tier recommendation (legend first), then the derived figures per (target, preset)."""
     out = ["per model-size tier: which targets fit a fine-tune of the tier's size, and what a token costs there",
            "  * = recommended: the cheapest target that fits the tier; ASSUMED = a figure not measured (the reason "

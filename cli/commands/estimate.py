@@ -39,7 +39,8 @@ def _extra(targets_file: Optional[str], catalogs: List[str], provider: Optional[
 def _cells(r: dict) -> list[str]:
     """One instance type as table cells: status, type, where, GPUs, tokens/s and cost with their intervals, note."""
     cur = r["currency"]
-    cells = [r["status"], r["instance_type"], f"{r['provider']}/{r['region']}", f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}"]
+    cells = [r["status"], r["instance_type"], f"{r['provider']}/{r['region']}",
+             f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}"]
     if r["tokens_per_s"] is None:  # does not fit, or no estimate: the reason is the answer
         return cells + ["", "", "", "", r["reason"]]
     span = f"{fmt.num(r['lo'])}..{fmt.num(r['hi'])}" if r["lo"] is not None else ""
@@ -47,9 +48,12 @@ def _cells(r: dict) -> list[str]:
         cost, cost_span, note = "no cost", "", r.get("no_cost_reason") or "no price"
     else:
         cost, cost_span = fmt.per_mtok(r["cost_per_mtok"], cur), f"{fmt.num(r['cost_lo'])}..{fmt.num(r['cost_hi'])}"
-        note = f"{r['runs']} runs" if r["status"] == "measured" else f"{r['precision']}, R {fmt.fixed(r['R'], 3)}"
-        if r["price_effective_from"] is None and r["price_source"]:  # priced from a --catalog file, not the book
-            note += f"; price from {r['price_source']}"
+        if r["status"] == "measured":
+            note = f"{r['runs']} runs"
+        else:  # a price without a start date came from a --catalog file, not the price book: say which
+            note = f"{r['precision']}, R {fmt.fixed(r['R'], 3)}"
+            if r["price_effective_from"] is None and r["price_source"]:
+                note += f"; price from {r['price_source']}"
     return cells + [fmt.num(r["tokens_per_s"]), span, cost, cost_span, note]
 
 

@@ -65,8 +65,8 @@ def _lost_fraction(checkpoint_every: Optional[float], f: float) -> float:
     from tasks.cost.model import lost_fraction
 
     if checkpoint_every is not None and not 0 < checkpoint_every <= 1:
-        raise UserError(f"--checkpoint-every {fmt.num(checkpoint_every)}: expected the checkpoint interval as a fraction "
-                        "of the job, more than 0 and at most 1 (0.1: a checkpoint every tenth of the job)")
+        raise UserError(f"--checkpoint-every {fmt.num(checkpoint_every)}: expected the checkpoint interval as a "
+                        "fraction of the job, more than 0 and at most 1 (0.1: a checkpoint every tenth of the job)")
     return lost_fraction(checkpoint_every, opt.fraction(f))
 
 
@@ -188,9 +188,11 @@ def tiers_cmd(
 
     currency = opt.currency(currency)
     if not train_tokens > 0:
-        raise UserError(f"--tokens {fmt.num(train_tokens)}: expected a positive number of tokens to train, e.g. 1000000000")
+        raise UserError(f"--tokens {fmt.num(train_tokens)}: expected a positive number of tokens to train, "
+                        "e.g. 1000000000")
     if not kwh_price >= 0:
-        raise UserError(f"--kwh-price {fmt.num(kwh_price)}: expected an electricity price per kWh of 0 or more, e.g. 0.12")
+        raise UserError(f"--kwh-price {fmt.num(kwh_price)}: expected an electricity price per kWh of 0 or more, "
+                        "e.g. 0.12")
     kw = dict(window_days=parse_window(window), billing=_billing(billing), currency=currency,
               f=_lost_fraction(checkpoint_every, f))
     with reading(warehouse_path(warehouse)) as con:

@@ -8,9 +8,10 @@ Runs the compare flow (flows/compare.py). With PREFECT_API_URL unset Prefect sta
 API for the run; set it to use a server (and its workers, for `pool` targets). Prints one line per
 target ("landed", "landed, 1 refused" with each refused file and its reason below it, "failed: why"),
 then the answer per preset (cheapest target, its cost with currency, the runner-up's gap and the
-site's verdict) and the report's path; `--wide` adds the full cost table, `--json` prints it all. Exit 0 when every target landed, 1 when some
-target is missing, a file was refused beside what landed, or the report failed (the flow ended Partial
-or Failed; the message says which and why), 2 on a user error (cli/commands/__init__.py).
+site's verdict), each target and preset without a cost and why, and the report's path; `--wide` adds
+the full cost table, `--json` prints it all. Exit 0 when every target landed, 1 when some target is
+missing, a file was refused beside what landed, or the report failed (the flow ended Partial or
+Failed; the message says which and why), 2 on a user error (cli/commands/__init__.py).
 """
 
 from __future__ import annotations
