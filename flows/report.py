@@ -4,7 +4,8 @@
     python -c "from flows.report import build_site; print(build_site('costgap.duckdb', 'site'))"
 
 One read-only snapshot feeds everything (reports.data.load): the site (reports.site.publish), the
-headline table printed by `costgap run`, and the markdown artifact `costgap-headline`, so the three
+answer per preset that `costgap run` prints (the site's answer rows, verdict included), the wide
+headline table behind `costgap run --wide`, and the markdown artifact `costgap-headline`, so they all
 show the same figures. The compare flow calls `report_and_artifacts` so that its artifacts attach
 to the compare run, with a link artifact `costgap-report` to the site. A failure while building
 (a bug in the cost model, say) fails the `build-report` task with its traceback in the log and
@@ -26,6 +27,7 @@ from runtime import settings
 from tasks.estimate.candidates import catalog_entries
 from tasks.cost.rules import today as rules_today
 from reports.data import ReportConfig, ReportData, load
+from reports.pages.answer import answer_rows
 from reports.site import publish
 from reports.text import HEADLINE_COLUMNS, findings_markdown, frame_markdown, headline_text
 from warehouse.db import WarehouseNotReady, reading, writing
@@ -74,7 +76,10 @@ def build_report(warehouse: str, site: str) -> dict:
     """The site and the headline (text and markdown), from the same ReportData."""
     data = load_report(warehouse)
     index = publish(data, site)
-    return {"index": index, "headline": headline_text(data.cost.rows),
+    return {"index": index, "headline": headline_text(data.cost.rows), "answer": answer_rows(data),
+            "currency": data.currency,
+            "cost": [{k: r.get(k) for k in (*HEADLINE_COLUMNS, "no_cost_reason")}
+                     for r in [*data.cost.rows, *data.cost.extra.get("unmeasured", [])]],
             "headline_md": frame_markdown(data.cost.rows, HEADLINE_COLUMNS),
             "changes": len(data.changes.rows), "changes_md": findings_markdown(data.changes.rows)}
 
@@ -93,7 +98,7 @@ def report_and_artifacts(warehouse: str, site: str, outcomes_md: str = "", messa
     else:  # the traceback is in the task's log; the landing before it is kept, the old site stays
         errors.append(f"report failed (the published site was left as it was): {state.message}")
         out = {"index": None, "headline": "(report failed: see the log)", "headline_md": "_report failed_",
-               "changes": 0, "changes_md": "_not computed_"}
+               "answer": [], "cost": [], "currency": None, "changes": 0, "changes_md": "_not computed_"}
     md = "\n\n".join(p for p in (
         f"# costgap\n\n{message}" if message else "# costgap",
         "## Effective cost per million tokens\n\n" + out["headline_md"],
@@ -105,7 +110,8 @@ def report_and_artifacts(warehouse: str, site: str, outcomes_md: str = "", messa
     if out["index"]:
         create_link_artifact(key="costgap-report", link=_link(out["index"]), link_text="costgap report",
                              description="the static costgap site")
-    return {"index": out["index"], "headline": out["headline"], "changes": out["changes"], "errors": errors}
+    return {"index": out["index"], "headline": out["headline"], "answer": out["answer"], "cost": out["cost"],
+            "currency": out["currency"], "changes": out["changes"], "errors": errors}
 
 
 @flow(name="report", log_prints=True)

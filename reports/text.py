@@ -1,6 +1,9 @@
 """Small tables as text: the headline cost table for the terminal and for a Prefect artifact.
 
     python -c "import polars as pl; from reports.text import frame_text; print(frame_text(pl.DataFrame({'a': [1.5]})))"
+
+Numbers are written by figure(), the one rule the command line uses too (cli/format.py): significant
+digits, thousands separators, never e-notation.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+SIG = 4  # significant digits of a figure below 1,000 (the cost model's intervals are wider than 0.1%)
 # The headline columns, in order (tasks.cost.table's names; missing ones are left out): the window's
 # cost with its interval and price, today's price and the cost at it, then X, p = k/n and R, and whether the
 # runs' steady-state rule did not converge, with their window spread (issue 37.5).
@@ -16,13 +20,25 @@ HEADLINE_COLUMNS = ("target", "preset", "cost_per_mtok", "cost_lo", "cost_hi", "
                     "failed_attempts", "attempts", "R", "runs", "unstable", "window_spread")
 
 
-def _cell(v: Any) -> str:
-    if v is None:
+def figure(x: float | int | None, sig: int = SIG) -> str:
+    """A number for a person, never in e-notation: 159,458 / 824.8 / 2.751 / 0.004792 / 0; '-' for none.
+    `sig` significant digits below 10**(sig-1), whole numbers with thousands separators from there."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "-"
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}"
+    if x == 0:
+        return "0"
+    if abs(x) >= 10 ** (sig - 1):
+        return f"{x:,.0f}"
+    decimals = sig - 1 - math.floor(math.log10(abs(x)))
+    text = f"{x:.{decimals}f}"
+    if abs(float(text)) >= 10 ** (sig - 1):  # 999.96 rounds up to 1000.0
+        return f"{x:,.0f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float) or v is None:
+        return figure(v)
     return str(v)
 
 
@@ -68,7 +84,7 @@ def unpriced_note(df) -> str:
     if not missing:
         return ""
     return (f"no price for: {', '.join(missing)} - cost per 1M tokens needs one; add it with "
-            "`costgap prices import FILE --format csv` (see deploy/prices/ for the format)")
+            "`costgap prices import FILE` (see deploy/prices/ for the format)")
 
 
 def headline_text(df) -> str:

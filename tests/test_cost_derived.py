@@ -111,8 +111,10 @@ def test_cli_targets_and_errors(tmp_path):
     assert out.exit_code == 0, out.output
     lines = out.output.strip().splitlines()
     assert lines[0].startswith("window ") and "ends at the newest run" in lines[0]
-    assert lines[1].startswith("a10") and lines[3].startswith("h100x8")  # cheapest first
-    assert lines[2].strip().startswith("today: ") and "/1M tokens" in lines[2]  # today's price beside it
+    rows = [ln for ln in lines if ln.startswith(("  a10 ", "  h100x8 "))]  # grouped by preset, cheapest first
+    assert rows[0].startswith("  a10 ") and rows[1].startswith("  h100x8 ") and "USD/1M tokens" in rows[0]
+    assert "today: " in rows[0] and "STALE" in rows[0]  # today's price beside it, where it is stale
+    assert any(ln.startswith("preset 1b: a10 is cheapest") and ln.endswith(": clear") for ln in lines)
     tiers = CliRunner().invoke(app, ["tiers", "--window", "3650d", "--warehouse", str(path)])
     assert tiers.exit_code == 0, tiers.output
     assert "<=7B (7B), full fine-tune:" in tiers.output and "* p5.48xlarge (aws, 8x H100-SXM)" in tiers.output

@@ -76,7 +76,7 @@ def test_hand_worked_example_matches_costgap_gap_json(tmp_path):
     # stale refers to today's price: last confirmed at T0, so stale once T0 is more than 30 days ago
     assert out["stale"] == (a["price_age_days"] > 30) and a["price_age_days"] == (date.today() - T0.date()).days
     text = CliRunner().invoke(app, ["gap", "A", "B", "--as-of", AS_OF.isoformat(), "--warehouse", str(path)])
-    assert "+26.6%" in text.output and "reliability 0.117783" in text.output
+    assert "+26.6%" in text.output and "reliability +11.8" in text.output  # ln(1.125) = 0.1178: 11.8 log points
 
 
 def test_cost_table_rows_flags_and_order(tmp_path):

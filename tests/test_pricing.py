@@ -236,7 +236,7 @@ def test_archived_imports_replay_into_an_identical_price_book(tmp_path):
         assert got.exit_code == 0, got.output
     assert len(list((tmp_path / "results" / "_prices").glob("*.jsonl*"))) == 3  # the repeat is not archived
     listing = runner.invoke(app, ["prices", "list", "--all", "--warehouse", wh]).output
-    assert "lambda/europe-central-1/gpu_1x_h100_sxm5 on_demand: 3.2900 USD/h (3.29/hour) 2026-01-01..2026-02-01" in listing
+    assert "lambda/europe-central-1/gpu_1x_h100_sxm5 on_demand: 3.29 USD/h (3.29 USD/hour) 2026-01-01..2026-02-01" in listing
     con = warehouse(wh)
     fresh = warehouse(tmp_path / "rebuilt.duckdb")
     assert replay_imports(fresh, results).startswith("2 price imports (324 periods), 1 FX files")

@@ -145,3 +145,20 @@ def test_export_refuses_when_nothing_can_be_written(tmp_path):
                     "--targets-file", str(REPO / "deploy/targets.toml"), cwd=tmp_path)
     assert proc.returncode == 2 and "no task written" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_local_results_store_is_refused_unless_the_instances_are_kept(tmp_path):
+    """A task tears its instance down with its disk: without a store the instance reaches, nothing comes back."""
+    common = ["--targets-file", str(REPO / "deploy/targets.toml")]
+    for results in ([], ["--results", str(tmp_path / "results")], ["--results", "file:///tmp/x"]):
+        proc = _costgap("export", "skypilot", "--all", *results, "--out", str(tmp_path / "sky"), *common, cwd=tmp_path)
+        assert proc.returncode == 2 and "--results" in proc.stderr and "s3://" in proc.stderr, proc.stderr
+        assert not (tmp_path / "sky").exists()  # refused before anything is written
+    kept = _costgap("export", "skypilot", "aws-g5-xlarge", "--keep-instance", "--out", str(tmp_path / "kept"), *common,
+                    cwd=tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    task = yaml.safe_load((tmp_path / "kept" / "aws-g5-xlarge.sky.yaml").read_text())
+    assert task["resources"]["autostop"] == {"idle_minutes": sky.IDLE_MINUTES, "down": False}
+    assert "sky down" in kept.stdout and "--down" not in kept.stdout
+    (row,) = _sky_load([tmp_path / "kept" / "aws-g5-xlarge.sky.yaml"], tmp_path / "home")
+    assert row["ok"] and not any(row["autostop_down"]), row  # SkyPilot's loader reads it as stop, not down

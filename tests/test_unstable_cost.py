@@ -111,7 +111,8 @@ def test_targets_json_and_text_show_the_unstable_cost_flagged_and_say_why_the_ot
     assert huge["cost_per_mtok"] is None and huge["no_cost_reason"].startswith("fine-tune not applicable: needs a GPU")
     assert ("steady-box", "big") not in rows  # never asked of it: no row
     text = _cli("targets", "--warehouse", world)
-    line = next(ln for ln in text.splitlines() if ln.startswith("spiky-box") and " tiny " in ln)
+    block = text.split("preset tiny:")[1].split("\n\n")[0]  # the tiny preset's table
+    line = next(ln for ln in block.splitlines() if ln.startswith("  spiky-box "))
     assert f"UNSTABLE: 3 of 3 runs did not settle, window spread {spread:.1%}" in line
     assert "no cost: fine-tune failed: CUDA out of memory" in text and "no cost: fine-tune not applicable" in text
 

@@ -5,9 +5,11 @@
 
 Writes <out>/<target>.sky.yaml for every target SkyPilot can reach (tasks/dispatch/skypilot.py) and
 <out>/targets-import.toml, the same targets as `import` targets whose inbox is where the tasks put
-their bundles. Every target it cannot reach is named with the reason. Exit 0 when at least one task
-was written, 2 when none could be (a bad argument, or no target SkyPilot can reach); nothing is
-half-written: every file goes to a temporary name and is moved into place.
+their bundles. Every target it cannot reach is named with the reason. A results store the instances
+cannot write back to (a local path, without --keep-instance) is refused: the bundles would go down with
+the instance. Exit 0 when at least one task was written, 2 when none could be (a bad argument, or no
+target SkyPilot can reach); nothing is half-written: every file goes to a temporary name and is moved
+into place.
 """
 
 from __future__ import annotations
@@ -54,8 +56,14 @@ def skypilot_cmd(
                                                     "through its Kubernetes support on that kubeconfig context."),
     targets_file: Optional[str] = typer.Option(None, "--targets-file", help="Targets file (default: "
                                                "$COSTGAP_TARGETS, then deploy/targets.toml)."),
+    keep_instance: bool = typer.Option(False, "--keep-instance", help="Stop each instance when idle instead of "
+                                       "tearing it down, so its disk (and a local --results path on it) is kept; "
+                                       "fetch the bundles, then `sky down`."),
 ) -> None:
-    """One SkyPilot task per target: launch, probe, put the bundle in the results store, tear down."""
+    """One SkyPilot task per target: launch, probe, put the bundle in the results store, tear down.
+
+    --results must be an object store the instances reach (s3://, gs://, oss://, cos://): a task tears
+    its instance down, disk and all, once idle. A local path is accepted only with --keep-instance."""
     from tasks.dispatch import skypilot as sky
     from tasks.dispatch.targets import load_targets, select
     from tasks.probe.profiles import PROFILES
@@ -68,22 +76,28 @@ def skypilot_cmd(
     file = settings.targets_path(targets_file)
     chosen = select(load_targets(file), None if all_ else list(targets or []), str(file))
     store = settings.results_url(results)
-    if "://" not in store:
-        typer.echo(f"note: results store {store!r} is a local path: instances write there on their own disk; "
-                   "give --results s3://... (or oss://, cos://) for bundles to come back", err=True)
     tasks, entries, skipped = {}, [], []
     for t in chosen:
         infra, why = sky.reach(t, contexts)
         if infra is None:
             skipped.append((t.id, why))
             continue
-        tasks[sky.task_file(t.id)] = sky.to_yaml(sky.task(t, results=store, profile=profile, k8s_contexts=contexts))
+        tasks[sky.task_file(t.id)] = sky.to_yaml(sky.task(t, results=store, profile=profile, k8s_contexts=contexts,
+                                                          down=not keep_instance))
         entries.append(sky.import_target(t, store))
-    for tid, why in skipped:
-        typer.echo(f"not exported: {tid}: {why}")
     if not tasks:
+        for tid, why in skipped:
+            typer.echo(f"not exported: {tid}: {why}")
         raise UserError(f"export skypilot: no task written: none of {', '.join(t.id for t in chosen)} can be "
                         "reached by SkyPilot (reasons above)")
+    if not keep_instance and not sky.results_reachable(store):
+        schemes = ", ".join(f"{x}://" for x in sky.REMOTE_SCHEMES)
+        raise UserError(f"--results {store!r}: the tasks tear their instance down when it is idle, and a bundle "
+                        f"written to {'a local path' if '://' not in store else 'that store'} goes with its disk; "
+                        f"give --results with a store the instances reach ({schemes}), e.g. --results "
+                        "s3://my-bucket/costgap, or --keep-instance to stop each instance instead of tearing it down")
+    for tid, why in skipped:
+        typer.echo(f"not exported: {tid}: {why}")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in tasks.items():
@@ -91,8 +105,15 @@ def skypilot_cmd(
         typer.echo(f"wrote {folder / name}")
     _write(folder / "targets-import.toml", sky.toml_targets(entries))
     typer.echo(f"wrote {folder / 'targets-import.toml'}")
-    typer.echo(f"launch each from the checkout root: sky launch -c NAME {folder}/TARGET.sky.yaml --down -y; "
-               f"then land: costgap run --targets-file {folder}/targets-import.toml --targets all")
+    land = f"costgap run --targets-file {folder}/targets-import.toml --targets all"
+    if keep_instance:
+        typer.echo(f"launch each from the checkout root: sky launch -c NAME {folder}/TARGET.sky.yaml -y; the instance "
+                   f"stops when idle, keeping its disk: copy {store}/{sky.INBOX_DIR}/ back from it (e.g. rsync -a "
+                   f"NAME:{store}/{sky.INBOX_DIR}/ {store}/{sky.INBOX_DIR}/; a relative path is under sky_workdir/), "
+                   f"then sky down NAME; then land: {land}")
+    else:
+        typer.echo(f"launch each from the checkout root: sky launch -c NAME {folder}/TARGET.sky.yaml --down -y; "
+                   f"then land: {land}")
 
 
 def register(app: typer.Typer) -> None:

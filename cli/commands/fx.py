@@ -1,8 +1,8 @@
 """`costgap fx refresh|import|rate`: dated FX rates (table fx_rates, USD pivot).
 
     costgap fx refresh --source ecb [--replay tests/fixtures/ecb]
-    costgap fx import tests/fixtures/ecb/eurofxref-hist.zip --format ecb
-    costgap fx import deploy/fx_rates.csv --format csv
+    costgap fx import tests/fixtures/ecb/eurofxref-hist.zip     # --format told from the file
+    costgap fx import deploy/fx_rates.csv
     costgap fx rate CNY --on 2026-10-30
 
 Only (currency, date) pairs the table lacks land; a pair already stored with another rate is refused
@@ -17,13 +17,13 @@ from typing import Optional
 
 import typer
 
+from cli import format as fmt
 from cli.commands import EXIT_FAILED, say
 from runtime.settings import results_url, warehouse_path
 from tasks.errors import UserError
 
 fx_app = typer.Typer(help="FX rates: the ECB's daily reference rates, or a CSV of dated rates.",
                      no_args_is_help=True)
-FORMATS = ("ecb", "csv")
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 RESULTS_HELP = ("Results store the new rates are archived in, so `costgap rebuild` can replay them (default: "
                 "$COSTGAP_RESULTS, then ./results).")
@@ -72,7 +72,8 @@ def refresh_cmd(
 def import_cmd(
     file: str = typer.Argument(..., help="eurofxref-hist.zip or eurofxref-hist.csv (--format ecb), or a CSV "
                                "with currency, rate_date, units_per_usd, source (--format csv)."),
-    fmt: str = typer.Option("ecb", "--format", help="ecb | csv"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="ecb | csv (default: told from the file's extension "
+                                      "and header line)."),
     warehouse: Optional[str] = typer.Option(None, "--warehouse", help=WAREHOUSE_HELP),
     results: Optional[str] = typer.Option(None, "--results", help=RESULTS_HELP),
 ) -> None:
@@ -80,9 +81,9 @@ def import_cmd(
     from tasks.pricing import fx
     from tasks.pricing.sources import fetch_fx
 
-    if fmt not in FORMATS:
-        raise UserError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    if fmt == "csv":
+    from tasks.pricing.formats import fx_format
+
+    if fx_format(file, fmt) == "csv":
         _land(fx.read_fx_csv(file), file, {}, warehouse, results, "fx import")
         return
     got = fetch_fx("ecb", path=file)
@@ -111,7 +112,7 @@ def rate_cmd(
         got = con.execute("select rate_date, source from fx_rates where currency = ? and rate_date <= ? "
                           "order by rate_date desc limit 1", [cur, day]).fetchall()
     dated = f" (rate of {got[0][0]}, {got[0][1]})" if got else " (the pivot)"
-    typer.echo(f"{cur} on {day}: {value!r} per USD{dated}")
+    typer.echo(f"{cur} on {day}: {fmt.num(value, 6)} {cur} per USD{dated}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,8 @@
 """`costgap prices import|refresh|list`: the price book and FX rates.
 
-    costgap prices import deploy/prices/lambda.csv --format csv
-    costgap prices import tests/fixtures/skypilot/lambda-vms.csv --format skypilot
-    costgap prices import deploy/fx_rates.csv --format fx
+    costgap prices import deploy/prices/lambda.csv          # --format told from the file (tasks/pricing/formats.py)
+    costgap prices import tests/fixtures/skypilot/lambda-vms.csv --provider lambda
+    costgap prices import deploy/prices/examples/contract-example.yaml
     costgap prices refresh --source azure-gpu [--replay tests/fixtures/azure]
     costgap prices refresh --source alibaba|tencent [--replay tests/fixtures/alibaba]
     costgap prices list
@@ -22,11 +22,12 @@ from typing import Optional
 import typer
 
 from tasks.errors import UserError
+from tasks.pricing.formats import price_format
+from cli import format as fmt
 from cli.commands import EXIT_FAILED, say
 from runtime.settings import results_url, targets_path, warehouse_path
 
 prices_app = typer.Typer(help="The price book (dated, sourced prices) and FX rates.", no_args_is_help=True)
-FORMATS = ("csv", "yaml", "skypilot", "fx")
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 RESULTS_HELP = ("Results store the import is archived in, so `costgap rebuild` can replay it (default: "
                 "$COSTGAP_RESULTS, then ./results).")
@@ -47,7 +48,8 @@ def _when(text: Optional[str], name: str) -> Optional[datetime]:
 @prices_app.command("import")
 def import_cmd(
     file: str = typer.Argument(..., help="Price book (csv/yaml), SkyPilot v7 vms.csv, or FX rates csv."),
-    fmt: str = typer.Option("csv", "--format", help="csv | yaml | skypilot | fx"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="csv | yaml | skypilot | fx (default: told from the "
+                                      "file's extension and header line)."),
     provider: Optional[str] = typer.Option(None, "--provider", help="SkyPilot only: the cloud (default: from "
                                            "the file name, e.g. lambda-vms.csv -> lambda)."),
     effective_from: Optional[str] = typer.Option(None, "--effective-from", help="SkyPilot only: when the "
@@ -62,8 +64,7 @@ def import_cmd(
     from tasks.pricing.pricebook_file import PriceBookFile
     from tasks.pricing.skypilot import SkyPilotCatalog
 
-    if fmt not in FORMATS:
-        raise UserError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    fmt = price_format(file, fmt)
     if fmt == "fx":
         rows = fx.read_fx_csv(file)
         got = land_fx(warehouse_path(warehouse), rows, results_url(results), progress=_say)
@@ -181,10 +182,11 @@ def list_cmd(
         else:
             flag = "closed"
         typer.echo(f"{r['provider']}/{r['region']}/{r['instance_type']} {r['billing_mode']}: "
-                   f"{r['price_per_hour']:.4f} {r['currency']}/h ({r['original_amount']:g}/{r['original_period']}) "
+                   f"{fmt.per_hour(r['price_per_hour'], r['currency'])} ({fmt.num(r['original_amount'])} "
+                   f"{r['currency']}/{r['original_period']}) "
                    f"{r['effective_from'].date()}..{until} {flag}  [{r['source']}]")
     if book.is_empty():
-        typer.echo("no prices yet: costgap prices import FILE --format csv|skypilot")
+        typer.echo("no prices yet: costgap prices import FILE (a price book csv/yaml or a SkyPilot vms.csv)")
 
 
 def register(app: typer.Typer) -> None:

@@ -5,15 +5,18 @@
     costgap run --targets all --max-spend 500 --max-spend aws-p5-48xlarge=150   # monthly, in --currency
 
 Runs the compare flow (flows/compare.py). With PREFECT_API_URL unset Prefect starts its ephemeral
-API for the run; set it to use a server (and its workers, for `pool` targets). Prints the headline
-cost table and the report's path, and one line per target ("landed", "landed, 1 refused" with each
-refused file and its reason below it, "failed: why"). Exit 0 when every target landed, 1 when some
-target is missing, a file was refused beside what landed, or the report failed (the flow ended Partial
-or Failed; the message says which and why), 2 on a user error (cli/commands/__init__.py).
+API for the run; set it to use a server (and its workers, for `pool` targets). Prints one line per
+target ("landed", "landed, 1 refused" with each refused file and its reason below it, "failed: why"),
+then the answer per preset (cheapest target, its cost with currency, the runner-up's gap and the
+site's verdict), each target and preset without a cost and why, and the report's path; `--wide` adds
+the full cost table, `--json` prints it all. Exit 0 when every target landed, 1 when some target is
+missing, a file was refused beside what landed, or the report failed (the flow ended Partial or
+Failed; the message says which and why), 2 on a user error (cli/commands/__init__.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import List, Optional
 
@@ -47,6 +50,10 @@ def run(
         None, "--max-spend", help="Monthly measuring budget in --currency: AMOUNT for all targets together, "
         "TARGET=AMOUNT for one (repeatable). A target whose run would exceed it is skipped and told, not failed."),
     currency: str = typer.Option("USD", "--currency", help="Reporting currency of --max-spend."),
+    wide: bool = typer.Option(False, "--wide", help="Also print the full cost table (every target and preset, "
+                              "with P, X, p, R and today's price)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer, the cost table, the targets' outcomes "
+                                 "and the report's path as JSON."),
 ) -> None:
     """Probe targets (concurrently), land and validate their bundles, rebuild the report."""
     from tasks.dispatch.targets import load_targets_or_local, select
@@ -77,18 +84,45 @@ def run(
         _reraise(summary)
         typer.echo(f"costgap run: {state.name}: {state.message}", err=True)
         raise typer.Exit(code=EXIT_FAILED)
-    typer.echo("")
-    typer.echo(summary.get("headline") or "(no headline table)")
-    typer.echo("")
-    from tasks.dispatch.fanout import outcome_lines
-
-    for line in outcome_lines(summary["outcomes"]):
-        typer.echo(line)
-    typer.echo(f"warehouse: {summary['warehouse']}")
-    typer.echo(f"report:    {summary.get('index') or '(not built)'}")
-    typer.echo(f"{state.name}: {summary['message']}")
+    if as_json:
+        keep = ("status", "message", "warehouse", "index", "currency", "answer", "cost", "outcomes")
+        typer.echo(json.dumps({k: summary.get(k) for k in keep}, indent=2, default=str))
+    else:
+        _show(summary, state.name, wide)
     if summary["status"] != "completed":
         raise typer.Exit(code=EXIT_FAILED)
+
+
+def _show(summary: dict, state: str, wide: bool) -> None:
+    """The targets' outcomes, the answer per preset (narrow), the full table with --wide, the report's path."""
+    from cli.cost_text import answer_lines
+    from tasks.dispatch.fanout import outcome_lines
+
+    typer.echo("")
+    for line in outcome_lines(summary["outcomes"]):
+        typer.echo(line)
+    typer.echo("")
+    for line in answer_lines(summary.get("answer") or [], summary.get("cost") or [], summary.get("currency")):
+        typer.echo(line)
+    if wide:
+        typer.echo("")
+        typer.echo(summary.get("headline") or "(no headline table)")
+    typer.echo("")
+    typer.echo(f"warehouse: {summary['warehouse']}")
+    typer.echo(f"report:    {_here(summary.get('index')) or '(not built)'}")
+    typer.echo(f"{state}: {summary['message']}")
+
+
+def _here(index: Optional[str]) -> Optional[str]:
+    """The report's path relative to the working directory where it lies below it (site/index.html)."""
+    from pathlib import Path
+
+    if not index or "://" in index:
+        return index
+    try:
+        return str(Path(index).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return index
 
 
 def _reraise(value) -> None:

@@ -4,9 +4,8 @@ the reader's own question (the picker) and price against throughput per preset.
     costgap demo && open .costgap/demo-site/index.html
 
 Every figure is the cost model's (reports.data: the rows `costgap targets --json` prints); the picker
-applies the model's formulas in the page (reports/reader.py, assets/picker.js). Verdict: "clear" when
-the gap's 90% interval excludes 0, "within noise" otherwise; a preset only one target ran has no
-cheapest, only "only target measured".
+applies the model's formulas in the page (reports/reader.py, assets/picker.js). The verdict ("clear",
+"within noise", "only target measured") comes from tasks/cost/verdict.py, as the command line's does.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from reports.glossary import PRESETS, TOKEN
 from reports.pages.html import MISSING, Raw, badge, esc, interval_text, pct, script_json, sig
 from reports.pages.page import Page, _target_link, unstable_badge
 from reports.reader import input_rows
+from tasks.cost.verdict import CLEAR, ONLY_ONE, WITHIN_NOISE, verdict  # the one place the words are decided
 
 ANSWER_CSV = ("preset", "cheapest", "cost_per_mtok", "cost_lo", "cost_hi", "cost_now_per_mtok", "cheapest_runs",
               "cheapest_unstable", "cheapest_window_spread", "runner_up", "runner_up_cost_per_mtok", "gap", "gap_lo",
@@ -26,14 +26,6 @@ BILLING_WORDS = {"on_demand": "on-demand", "monthly": "monthly (per hour: /730)"
                  "spot": "spot"}
 F_WORDS = {0.0: "0: no work lost (checkpoint every step)", 0.5: "0.5: half an attempt (no checkpoints)",
            1.0: "1: the whole attempt"}
-
-
-def verdict(row: dict) -> str:
-    """'clear' when the runner-up's gap interval excludes 0, 'within noise' otherwise; a preset with one
-    costed target: 'only target measured'."""
-    if row.get("runner_up") is None:
-        return "only target measured"
-    return "clear" if row["gap_lo"] > 0 or row["gap_hi"] < 0 else "within noise"
 
 
 def answer_rows(data: ReportData) -> Rows:
@@ -68,7 +60,7 @@ def answer(p: Page, data: ReportData) -> str:
         shown.append({
             "preset": Raw(f"<b>{esc(r['preset'])}</b>", sort=r["preset"]),
             "cheapest": Raw(f"{_target_link(r['cheapest'])}<span class=\"sub\">"
-                            f"{'only target measured' if alone else 'cheapest'}</span>", sort=r["cheapest"]),
+                            f"{ONLY_ONE if alone else 'cheapest'}</span>", sort=r["cheapest"]),
             "cost": Raw(f"{sig(r['cost_per_mtok'])}<span class=\"sub\">{esc(interval_text(r['cost_lo'], r['cost_hi']))}"
                         f"</span>{today}{_flag(r, 'cheapest')}", sort=r["cost_per_mtok"]),
             "cheapest_runs": r["cheapest_runs"],
@@ -78,7 +70,7 @@ def answer(p: Page, data: ReportData) -> str:
                                           f"{esc(interval_text(r['gap_lo'], r['gap_hi'], as_pct=True))}</span>",
                                           sort=r["gap"]),
             "runner_up_runs": r["runner_up_runs"],
-            "verdict": badge(v, {"clear": "good", "within noise": "warn"}.get(v, "")),
+            "verdict": badge(v, {CLEAR: "good", WITHIN_NOISE: "warn"}.get(v, "")),
         })
     intro = (f'<p>Per preset, the cheapest target over the window and how much more the next one costs, with its '
              f'90% interval. <b>Clear</b>: the interval excludes 0; <b>within noise</b>: it does not, so the two cost '

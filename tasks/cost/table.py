@@ -24,6 +24,7 @@ from tasks.cost import rules
 from tasks.cost.changepoint import ENV_FIELDS, detect
 from tasks.cost.inputs import Span, known_targets, price_now, window_inputs
 from tasks.cost.model import CostOptions, Figure, effective_cost, figure, gap_figure, row_rng
+from tasks.cost.verdict import gap_verdict
 from tasks.errors import UserError
 from tasks.probe.finetune.steady import steady_spread
 from warehouse import sql
@@ -145,12 +146,24 @@ def cost_table(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None = None,
     """One row per (target, preset) over the default window: P, X, p, R, C with its 90% interval, today's
     price and the cost at it; cheapest first, no cost last (with `no_cost_reason`; `unmeasured`: the presets
     whose fine-tunes all failed or were not applicable too)."""
+    rows, _ = cost_rows(con, as_of=as_of, window_days=window_days, billing=billing, currency=currency, f=f,
+                        stale_after_days=stale_after_days, draws=draws, seed=seed, targets=targets, today=today,
+                        unmeasured=unmeasured)
+    return frame(rows)
+
+
+def cost_rows(con: duckdb.DuckDBPyConnection, *, as_of: datetime | None = None,
+              window_days: float = rules.WINDOW_DAYS, billing: str | None = "on_demand", currency: str = "USD",
+              f: float | None = None, stale_after_days: float | None = None, draws: int | None = None,
+              seed: int = 0, targets: list[str] | None = None, today: datetime | None = None,
+              unmeasured: bool = True) -> tuple[list[dict], dict[tuple, Figure]]:
+    """cost_table's rows (cheapest first) with their figures, for a caller that also needs gaps and verdicts."""
     opts = options(billing, currency, f, stale_after_days, draws, seed)
     span = rules.window(con, as_of, window_days)
     if span is None:
-        return frame([])
-    rows, _ = costs(con, span, opts, targets, today, unmeasured)
-    return frame(cheapest_first(rows))
+        return [], {}
+    rows, figs = costs(con, span, opts, targets, today, unmeasured)
+    return cheapest_first(rows), figs
 
 
 def _check_known(con: duckdb.DuckDBPyConnection, *names: str) -> None:
@@ -184,12 +197,14 @@ def gap_window(con: duckdb.DuckDBPyConnection, a: str, b: str, span: Span, opts:
     for r in (ra, rb):
         _costed(r, chosen, opts)
     g = gap_figure(figs[(0, a, chosen)], figs[(0, b, chosen)])
+    cheap, dear = cheapest_first([ra, rb])  # the verdict the site's way round: the dearer against the cheaper
+    v = gap_figure(figs[(0, dear["target"], chosen)], figs[(0, cheap["target"], chosen)])
     start, end = span.bounds(0)
     found = detect(con, targets=[a, b], preset=chosen, until=end) if changes else []
     return {"a": a, "b": b, "preset": chosen, "currency": opts.currency, "billing": opts.billing,
             "window": {"start": start.isoformat(), "end": end.isoformat()},
             "cost_a": ra["cost_per_mtok"], "cost_b": rb["cost_per_mtok"], "gap": g.gap, "gap_lo": g.gap_lo,
-            "gap_hi": g.gap_hi, "ln_ratio": g.ln_ratio, "terms": g.terms,
+            "gap_hi": g.gap_hi, "ln_ratio": g.ln_ratio, "terms": g.terms, "verdict": gap_verdict(v.gap_lo, v.gap_hi),
             "stale": bool(ra["price_stale"] or rb["price_stale"]),
             "stale_at_window_end": bool(ra["price_stale_at_window_end"] or rb["price_stale_at_window_end"]),
             "unstable": bool(ra["unstable"] or rb["unstable"]),
@@ -265,6 +280,23 @@ def leaders(rows: list[dict], figs: dict[tuple, Figure]) -> list[dict]:
             row.update(runner_up=second["target"], runner_up_cost_per_mtok=second["cost_per_mtok"], gap=g.gap,
                        gap_lo=g.gap_lo, gap_hi=g.gap_hi)
         out.append(row)
+    return out
+
+
+def versus_cheapest(rows: list[dict], figs: dict[tuple, Figure]) -> dict[tuple, dict]:
+    """Per (period, target, preset) costed: the preset's cheapest target, and for every other one its gap to
+    it with the 90% interval and the verdict (tasks.cost.verdict), as leaders() gives the runner-up's."""
+    out = {}
+    for lead in leaders(rows, figs):
+        key = (lead["period"], lead["preset"])
+        for r in rows:
+            if (r["period"], r["preset"]) != key or r["cost_per_mtok"] is None:
+                continue
+            row = {"cheapest": lead["cheapest"], "gap": None, "gap_lo": None, "gap_hi": None, "verdict": None}
+            if r["target"] != lead["cheapest"]:
+                g = gap_figure(figs[(key[0], r["target"], key[1])], figs[(key[0], lead["cheapest"], key[1])])
+                row.update(gap=g.gap, gap_lo=g.gap_lo, gap_hi=g.gap_hi, verdict=gap_verdict(g.gap_lo, g.gap_hi))
+            out[(key[0], r["target"], key[1])] = row
     return out
 
 

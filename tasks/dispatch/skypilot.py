@@ -40,6 +40,14 @@ K8S_ONLY = {"alibaba": "ACK (Alibaba Cloud Container Service for Kubernetes)",
 SKY_ACCELERATORS = {"A10": "A10", "A10G": "A10G", "A100-SXM4-40GB": "A100", "A100-PCIE-40GB": "A100",
                     "A100-SXM4-80GB": "A100-80GB", "H100-SXM5-80GB": "H100", "H100-PCIE-80GB": "H100",
                     "H200": "H200", "L4": "L4", "L40S": "L40S", "T4": "T4", "V100": "V100"}
+def gpu_model_of(accelerator: str) -> str:
+    """SkyPilot's accelerator name as the targets file names the GPU: the first SKY_ACCELERATORS entry for it
+    ("A100" -> "A100-SXM4-40GB": the clouds' A100 instance types are SXM4), else the name unchanged."""
+    return next((model for model, sky in SKY_ACCELERATORS.items() if sky == accelerator), accelerator)
+
+
+# results stores an instance writes to and this machine reads back (fsspec: s3fs, gcsfs, ossfs, cosfs)
+REMOTE_SCHEMES = ("s3", "gs", "oss", "cos")
 IDLE_MINUTES = 5  # autostop: the cluster goes down this long after the probe ends (SkyPilot's minimum is 1)
 SETUP_S = 1800  # budget for `setup` (pip install of torch and the probe) on top of the probe's timeout_s
 IMPORT_FIELDS = {"provider", "region", "instance_type", "gpu_model", "gpu_count", "billing_mode", "timeout_s",
@@ -104,9 +112,15 @@ SETUP = "\n".join([
 ])
 
 
+def results_reachable(results: str) -> bool:
+    """Whether an instance can put bundles at `results` and this machine read them back: an object store URL."""
+    return results.split("://", 1)[0].lower() in REMOTE_SCHEMES if "://" in results else False
+
+
 def task(t: Target, *, results: str, profile: str = "standard",
-         k8s_contexts: dict[str, str] | None = None) -> dict:
-    """The SkyPilot task (YAML as a dict) that probes target `t` once; ValueError if unreachable."""
+         k8s_contexts: dict[str, str] | None = None, down: bool = True) -> dict:
+    """The SkyPilot task (YAML as a dict) that probes target `t` once; ValueError if unreachable.
+    down: tear the instance down when idle (its disk with it); False stops it and keeps its disk."""
     infra, why = reach(t, k8s_contexts)
     if infra is None:
         raise ValueError(f"target {t.id!r}: {why}")
@@ -114,7 +128,7 @@ def task(t: Target, *, results: str, profile: str = "standard",
     if not infra.startswith("k8s/"):  # on Kubernetes the node pool is picked by GPU label, not by name
         resources["instance_type"] = t.instance_type
     resources["use_spot"] = t.billing_mode == "spot"
-    resources["autostop"] = {"idle_minutes": IDLE_MINUTES, "down": True}
+    resources["autostop"] = {"idle_minutes": IDLE_MINUTES, "down": down}
     return {
         "name": cluster_name(t.id),
         "workdir": ".",
