@@ -52,6 +52,9 @@ ILLUSTRATIVE_CANDIDATES = (("alibaba", "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge", 1
                            ("tencent", "ap-guangzhou", "GN10Xp.2XLARGE40", 1.9540))
 
 
+
+DISCRETE_UNITS = ("bool", "nodes")  # measurements the synthetic runs copy as measured (io_uring, NUMA nodes)
+
 @dataclass(frozen=True)
 class DemoConfig:
     """How the synthetic history is made: a story in which each of the three terms moves the gap once.
@@ -172,6 +175,8 @@ def synthesize(sample: dict[str, Any], cfg: DemoConfig, rng: random.Random, even
                     if ft.get(name):
                         ft[name] = min(1.0, ft[name] * factor) if name == "mfu" else ft[name] / factor
         for m in doc.get("measurements", []):
+            if m.get("unit") in DISCRETE_UNITS:  # a yes/no or a count is what the host is, not a noisy figure
+                continue
             m["value"] *= min(1.0, 1 + rng.uniform(-cfg.jitter, cfg.jitter / 4))  # never above the measured
         late = even and position >= cfg.late_failures_at
         if rng.random() < 1.0 / (cfg.late_failure_every if late else cfg.failure_every):
