@@ -167,10 +167,11 @@ def tiers_lines(tiers: list[dict], extra: list[dict], currency: str, train_token
                 out += fmt.table(cells, indent="  ")
                 cells = []
             group = (r["tier"], r["mode"])
-            out.append(f"{r['tier']} ({fmt.num(r['tier_params'] / 1e9)}B parameters), {r['mode']} fine-tune:")
+            out.append(f"{r['tier']} ({fmt.num(r['tier_params'] / 1e9)}B), {r['mode']} fine-tune:")
         where = f"{r['instance_type']} ({r['provider']}, {r['gpus']}x {r['gpu']})"
         if r["cost_per_mtok"] is None:
-            cells.append([" ", where, "does not fit" if r["fits"] is False else "no cost", "", r["reason"] or ""])
+            cells.append([" ", r["target"] or "", where, "does not fit" if r["fits"] is False else "no cost", "",
+                          r["reason"] or ""])
             continue
         how = "measured" if r["status"] == "measured" else "ESTIMATED"
         if r["assumed"]:
@@ -181,7 +182,7 @@ def tiers_lines(tiers: list[dict], extra: list[dict], currency: str, train_token
         flags = _flags(window_flag(r), "today's price STALE" if r.get("price_stale_today") else "", unstable_flag(r))
         train = (f"{fmt.num(r['hours_to_train'])} h, {fmt.money(r['cost_to_train'], currency)}"
                  if r["cost_to_train"] is not None else "")
-        cells.append(["*" if r["recommended"] else " ", where,
+        cells.append(["*" if r["recommended"] else " ", r["target"] or "", where,
                       f"{fmt.per_mtok(r['cost_per_mtok'], currency)} {fmt.interval(r['cost_lo'], r['cost_hi'])}",
                       train, _flags(how, flags)])
     if cells:

@@ -117,7 +117,8 @@ def test_cli_targets_and_errors(tmp_path):
     assert any(ln.startswith("preset 1b: a10 is cheapest") and ln.endswith(": clear") for ln in lines)
     tiers = CliRunner().invoke(app, ["tiers", "--window", "3650d", "--warehouse", str(path)])
     assert tiers.exit_code == 0, tiers.output
-    assert "<=7B (7B), full fine-tune:" in tiers.output and "* p5.48xlarge (aws, 8x H100-SXM)" in tiers.output
+    assert "<=7B (7B), full fine-tune:" in tiers.output
+    assert any(ln.strip().startswith("*") and "p5.48xlarge (aws, 8x H100-SXM)" in ln for ln in tiers.output.splitlines())
     assert "predicted from nvswitch" in tiers.output and "busbw" in tiers.output and "does not fit" in tiers.output
     assert "tokens/GPU-day" in tiers.output and "ASSUMED 0.9" not in tiers.output
     costgap = [sys.executable, "-c", "from cli.main import main; main()"]

@@ -109,11 +109,12 @@ def test_tiers_flags_every_line_and_row_whose_cost_comes_from_a_stale_price(tmp_
             continue
         shown += 1
         assert ("STALE price: confirmed 39 d before the window's end" in ln) == (who == "A"), ln
-    assert shown == 6  # A and B in two tiers each (>13B fits neither), and each one's cost to train
+    assert shown == 4  # A and B in the <=7B LoRA tier (a 7B full fine-tune and anything 13B+ fits no A10 alone),
+    #   and each one's cost to train
     got = json.loads(_cli("tiers", "--json", "--window", "3650d", "--warehouse", str(wh)))
     rows = [(r, r["cost_per_mtok"]) for r in got["tiers"]] + [(r, r["cost_to_train"]) for r in got["derived"]]
     priced = [r for r, c in rows if c is not None]
-    assert len(priced) == 6
+    assert len(priced) == 4
     for r in priced:
         assert r["price_stale_at_window_end"] is (r["target"] == "A"), r
         assert r["price_age_days_at_window_end"] == (39 if r["target"] == "A" else 0)

@@ -29,7 +29,7 @@ from tasks.cost.model import F_LOST
 WAREHOUSE_HELP = "DuckDB file (default: $COSTGAP_WAREHOUSE, then ./costgap.duckdb)."
 
 
-def _extra(targets_file: Optional[str], catalogs: List[str], provider: Optional[str]) -> list[dict]:
+def _extra(targets_file: Optional[str], catalogs: List[str], provider: Optional[str] = None) -> list[dict]:
     from tasks.estimate.candidates import catalog_entries
 
     path = targets_path(targets_file)
