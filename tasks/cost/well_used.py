@@ -231,6 +231,8 @@ def _sharing(rows: list[dict]) -> dict:
     text = (f"{row['value']:+.1%}: {p['aggregate_tokens_per_s']:,.0f} tokens/s from {p['jobs']} jobs against "
             f"{p['alone_tokens_per_s']:,.0f} alone ({p['preset']}, micro-batch {p.get('micro_batch')})")
     others = "; ".join(f"{_params(x)['preset']} {x['value']:+.1%}" for x in rows if x is not row)
+    if row["value"] < SHARING_GAIN:  # a fail here says sharing is no lever, not that the card sits idle
+        text += ": sharing does not pay on this card" + (", one job already keeps it busy" if row["value"] <= 0 else "")
     return _verdict(r, PASS if row["value"] >= SHARING_GAIN else FAIL, row["value"], text,
                     _figure(row, f" [{p['preset']}]"), f"other presets: {others}" if others else "")
 
