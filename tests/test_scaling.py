@@ -235,3 +235,8 @@ def test_the_committed_fit_leaves_out_the_rows_whose_source_reports_a_defect():
     assert defect and not defect & used
     assert all(any(line.startswith(f"{i}: defect:") for line in fit["left_out"]) for i in defect)
     assert not fit["host_paths"]["factor"] and "pcie-host" in fit["fabrics"]
+
+
+@pytest.mark.parametrize("gbps, text", [(230.4, "230"), (1234.5, "1,234"), (57.2, "57"), (4.14, "4.1"), (0.26, "0.26")])
+def test_a_busbw_label_never_reads_zero(gbps, text):
+    assert collective.gbps_text(gbps) == text

@@ -91,8 +91,15 @@ class Busbw:
 
     @property
     def label(self) -> str:
-        return f"predicted from {self.fabric}{' with NVLink SHARP' if self.nvls else ''}, busbw {self.gbps:,.0f} GB/s" \
-            if self.gbps else "no estimate"
+        if not self.gbps:
+            return "no estimate"
+        sharp = " with NVLink SHARP" if self.nvls else ""
+        return f"predicted from {self.fabric}{sharp}, busbw {gbps_text(self.gbps)} GB/s"
+
+
+def gbps_text(x: float) -> str:
+    """A bandwidth a reader reads at a glance: '230', '57', '4.1', '0.22' (never '0')."""
+    return f"{x:,.0f}" if x >= 10 else (f"{x:.1f}" if x >= 1 else f"{x:.2f}")
 
 
 def nvls_auto(lk: links_.Links, fabric: str, nccl_version: str | None = None) -> bool:
@@ -109,7 +116,8 @@ def _fraction(fit: dict, key: str, fabric: str) -> tuple[dict | None, str]:
     over the peer-to-peer fabrics that have some (NCCL's same P2P transport, over other wires), and says so."""
     f = fit["fabrics"].get(key)
     if f is not None:
-        return f, {"nvlink": "NVLink family: bridge, mesh and switch rows", "nvlink+nvls": "NVLink SHARP rows"}.get(key, key)
+        names = {"nvlink": "NVLink family: bridge, mesh and switch rows", "nvlink+nvls": "NVLink SHARP rows"}
+        return f, names.get(key, key)
     pooled = fit.get("pooled_p2p")
     if fabric in P2P_FABRICS and pooled is not None:
         return pooled, f"no {key} rows: pooled over {', '.join(pooled['fabrics'])}"

@@ -44,8 +44,7 @@ HOP_US_BOUNDS = (0.1, 200.0)  # where fitted
 HOST_PATH_FACTOR_SOURCES = 2  # fit sources a host path needs (on two host paths) before it is a pcie-host factor
 
 
-def _r(x: float, digits: int = 5) -> float:
-    return float(f"{x:.{digits}g}")
+_r = spread_.sig
 
 
 def _weights(rows: list[dict]) -> np.ndarray:

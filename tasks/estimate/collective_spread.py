@@ -24,7 +24,8 @@ from typing import Callable
 MIN_SOURCES = 3  # a group states its own spread from this many left-out sources on
 
 
-def _r(x: float, digits: int = 5) -> float:
+def sig(x: float, digits: int = 5) -> float:
+    """x to `digits` significant digits: what the committed fit stores (re-running writes the same file)."""
     return float(f"{x:.{digits}g}")
 
 
@@ -57,7 +58,7 @@ def leave_one_source_out(items: list[tuple[dict, object]], refit: Callable, pred
         runs: dict[tuple, list] = {}
         for p, (r, _) in zip(predict(test, params), test):
             runs.setdefault(run_key(r), []).append((r["row_id"], math.log(p / r["busbw_gbps"])))
-        out += [{"source": s, "system": k[1], "rows": [i for i, _ in v], "log_error": _r(fmean(e for _, e in v), 4)}
+        out += [{"source": s, "system": k[1], "rows": [i for i, _ in v], "log_error": sig(fmean(e for _, e in v), 4)}
                 for k, v in runs.items()]
     return out
 
@@ -72,9 +73,9 @@ def attach(entries: dict[str, dict], runs: dict[str, list[dict]], kind: str) -> 
         own = halfwidth([x["log_error"] for x in mine]) if mine else 0.0
         e["left_out_runs"] = mine
         if len(e["sources"]) >= MIN_SOURCES and mine:
-            e["log_halfwidth"], e["spread"] = _r(own), f"its own {len(mine)} runs, each with its source left out"
+            e["log_halfwidth"], e["spread"] = sig(own), f"its own {len(mine)} runs, each with its source left out"
         else:
-            e["log_halfwidth"] = _r(max(own, pooled))
+            e["log_halfwidth"] = sig(max(own, pooled))
             e["spread"] = (f"{len(e['sources'])} source(s): the larger of its own and the {kind} pool "
                            f"({len(errs)} runs of {len(used)} groups)")
-    return {"log_halfwidth": _r(pooled), "runs": len(errs), "groups": used}
+    return {"log_halfwidth": sig(pooled), "runs": len(errs), "groups": used}

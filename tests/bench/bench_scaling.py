@@ -94,15 +94,15 @@ def _summary(name: str, eff: dict, bus: dict) -> None:
     """One block of the summary: the efficiency's median |error| and inside share, busbw's median |relative error|."""
     print(f"  {name}:")
     if eff["n"]:
-        print(f"    efficiency median |error| {eff['median_abs_error']:.3f} over {eff['predicted']}/{eff['n']} predicted "
-              f"rows (target <= {TARGETS['efficiency_median_abs_error']}); inside the interval {eff['inside']}/{eff['n']} "
-              f"= {eff['inside'] / eff['n']:.0%} (target >= {TARGETS['share_inside']:.0%})")
+        print(f"    efficiency median |error| {eff['median_abs_error']:.3f} over {eff['predicted']}/{eff['n']} "
+              f"predicted rows (target <= {TARGETS['efficiency_median_abs_error']}); inside the interval "
+              f"{eff['inside']}/{eff['n']} = {eff['inside'] / eff['n']:.0%} (target >= {TARGETS['share_inside']:.0%})")
     else:
         print("    efficiency: no held-out scaling rows in this set")
     if bus["n"] and bus["median_abs_rel_error"] is not None:
-        print(f"    busbw median |relative error| {bus['median_abs_rel_error']:.1%} over {bus['predicted']}/{bus['n']} rows "
-              f"(target <= {TARGETS['busbw_median_rel_error']:.0%}); inside its interval {bus['inside']}/{bus['n']} "
-              f"= {bus['inside'] / bus['n']:.0%}")
+        print(f"    busbw median |relative error| {bus['median_abs_rel_error']:.1%} over {bus['predicted']}/{bus['n']} "
+              f"rows (target <= {TARGETS['busbw_median_rel_error']:.0%}); inside its interval "
+              f"{bus['inside']}/{bus['n']} = {bus['inside'] / bus['n']:.0%}")
         groups: dict[str, list] = {}
         for r in bus["rows"]:  # by what decides the figure: the network between nodes, else the fabric in the node
             key = r["network"].split(":")[0] if r["nodes"] > 1 else r["fabric"] + ("+nvls" if r["nvls"] else "")
