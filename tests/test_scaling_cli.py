@@ -29,7 +29,7 @@ def warehouse(tmp_path_factory):
     land_paths(con, [str(sample_dir() / "h200")], source="test")
     con.execute("insert into targets (target, provider, region, instance_type, gpu_model, gpu_count) values "
                 "('gn7i-1', 'alibaba', 'cn-hangzhou', 'ecs.gn7i-c8g1.2xlarge', 'A10', 1), "
-                "('gn10xp-1', 'tencent', 'ap-guangzhou', 'GN10Xp.2XLARGE40', 'V100', 1)")
+                "('gn10xp-1', 'tencent', 'ap-guangzhou', 'GN10Xp.2XLARGE40', 'V100-SXM2-32GB', 1)")
     start = datetime(2026, 11, 1, tzinfo=timezone.utc)
     rows = [PriceRow(p, r, it, "on_demand", "USD", usd, "hour", start, source="test", fetched_at=start)
             for p, r, it, usd in (("alibaba", "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge", 1.80),

@@ -39,7 +39,8 @@ K8S_ONLY = {"alibaba": "ACK (Alibaba Cloud Container Service for Kubernetes)",
 # p5 = H100, g5 = A10G; GCP a2-highgpu = A100, a3-highgpu = H100; Lambda gpu_1x_a10 = A10)
 SKY_ACCELERATORS = {"A10": "A10", "A10G": "A10G", "A100-SXM4-40GB": "A100", "A100-PCIE-40GB": "A100",
                     "A100-SXM4-80GB": "A100-80GB", "H100-SXM5-80GB": "H100", "H100-PCIE-80GB": "H100",
-                    "H200": "H200", "L4": "L4", "L40S": "L40S", "T4": "T4", "V100": "V100"}
+                    "H200": "H200", "L4": "L4", "L40S": "L40S", "T4": "T4", "V100": "V100",
+                    "V100-SXM2-32GB": "V100"}  # GN10Xp (targets.toml): SkyPilot names no SXM2/PCIe V100 apart
 IDLE_MINUTES = 5  # autostop: the cluster goes down this long after the probe ends (SkyPilot's minimum is 1)
 SETUP_S = 1800  # budget for `setup` (pip install of torch and the probe) on top of the probe's timeout_s
 IMPORT_FIELDS = {"provider", "region", "instance_type", "gpu_model", "gpu_count", "billing_mode", "timeout_s",
