@@ -76,8 +76,8 @@ def _print_rows(eff: dict, bus: dict) -> None:
               f"predicted {r['predicted']:.3f} ({r['lo']:.3f}..{r['hi']:.3f})  error {r['error']:+.3f}  "
               f"{'inside' if r['inside'] else 'OUTSIDE'}  {_src(r)}")
     print(f"\nbusbw, {bus['n']} held-out nccl-tests rows (all_reduce_perf bus bandwidth, GB/s; r1 = issue 42's first "
-          "collection, r2 = the fresh one, collected after the model changed; 'defect': the source reports the figure "
-          "as a problem):")
+          "collection, r2 = the second, split by a written rule before any of its rows was predicted; 'defect': the "
+          "source reports the figure as a problem):")
     for r in bus["rows"]:
         flag = "  defect" if r["defect"] else ""
         if r["predicted"] is None:
