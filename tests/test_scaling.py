@@ -17,9 +17,8 @@ from tasks.probe.host import interconnect
 
 # A fit written out by hand so the arithmetic below is exact: the committed one is checked apart.
 FIT = {"fabrics": {
-    "nvswitch": {"fraction": 0.8, "hop_us": 3.4, "log_halfwidth": 0.1, "rows": ["a", "b"]},
-    "nvswitch+nvls": {"fraction": 1.05, "hop_us": 3.4, "log_halfwidth": 0.1, "rows": ["c"]},
-    "nvlink": {"fraction": 0.8, "hop_us": 3.4, "log_halfwidth": 0.1, "rows": ["d"]},
+    "nvlink": {"fraction": 0.8, "hop_us": 3.4, "log_halfwidth": 0.1, "rows": ["a", "b", "d"]},  # switch, bridge, mesh
+    "nvlink+nvls": {"fraction": 1.05, "hop_us": 3.4, "log_halfwidth": 0.1, "rows": ["c"]},
     "pcie-host": {"fraction": 0.15, "hop_us": 5.7, "log_halfwidth": 0.3, "rows": ["e"]}},
     "pooled_p2p": {"fraction": 0.6, "hop_us": 5.7, "log_halfwidth": 0.5, "rows": ["a", "d"], "fabrics": ["nvswitch", "nvlink"]},
     "networks": {"rdma": {"fraction": 0.6, "hop_us": 9.6, "log_halfwidth": 0.2, "rows": ["f"]}},
@@ -192,3 +191,52 @@ def test_the_committed_fit_is_what_the_fit_rows_give_and_never_reads_a_holdout_r
     used = {x for g in (*fit["fabrics"].values(), *fit["networks"].values(), fit["step"]) for x in g["rows"]}
     assert used and not used & holdout
     assert all(r["row_id"] in used or r["unscoreable"] for r in pr.scaling_rows("fit"))
+
+
+def test_every_nvlink_fabric_reads_one_fraction_and_sharp_its_own():
+    """A bridged pair, a mesh and an NVSwitch board use the same links: one fitted fraction (collective.py)."""
+    assert collective.fit_key("nvswitch", False) == collective.fit_key("nvlink", False) == "nvlink"
+    assert collective.fit_key("nvswitch", True) == "nvlink+nvls" and collective.fit_key("pcie-host", False) == "pcie-host"
+    bridged = predict_busbw("A40", 2, "nvlink", size_bytes=2**34, fit=FIT)
+    assert bridged.gbps == pytest.approx(56.25 * 0.8, rel=1e-3) and "NVLink family" in bridged.reason
+
+
+@pytest.mark.parametrize("gpu, count, fabric, nvls, ceiling", [
+    ("A100-SXM4-80GB", 8, "nvswitch", False, 300.0),  # a ring never carries more than the line rate
+    ("H100-SXM", 8, "nvswitch", True, 450 * 2 * 7 / 8),  # SHARP: algbw <= line rate, busbw <= 2(n-1)/n x it
+])
+def test_an_interval_never_passes_what_the_wire_allows(gpu, count, fabric, nvls, ceiling):
+    wide = {**FIT, "fabrics": {k: {**v, "log_halfwidth": 3.0} for k, v in FIT["fabrics"].items()}}
+    got = predict_busbw(gpu, count, fabric, size_bytes=2**36, nvls=nvls, fit=wide)
+    assert got.lo < got.gbps < got.hi <= ceiling * 1.0001
+
+
+def test_the_spread_comes_from_runs_predicted_with_their_source_left_out():
+    """Three sources measuring 1, 2 and 4 x a raw of 1: each is predicted from the other two (the mean of their
+    logs), so its residual is its distance from them; a group of fewer sources takes the pool's spread."""
+    from tasks.estimate import collective_spread as sp
+
+    items = [({"source": s, "system": s, "gpus_per_node": 2, "nodes": 1, "network": None, "fabric": "nvlink",
+               "row_id": s, "busbw_gbps": v}, None) for s, v in (("a", 1.0), ("b", 2.0), ("c", 4.0))]
+    geo = lambda its: math.exp(sum(math.log(r["busbw_gbps"]) for r, _ in its) / len(its))  # noqa: E731
+    runs = sp.leave_one_source_out(items, geo, lambda te, x: [x] * len(te))
+    assert [x["log_error"] for x in runs] == pytest.approx([1.5 * math.log(2), 0.0, -1.5 * math.log(2)], abs=1e-3)  # 4 significant digits
+    entries = {"big": {"sources": ["a", "b", "c"]}, "small": {"sources": ["d"]}}
+    pool = sp.attach(entries, {"big": runs}, "intra-node")
+    assert entries["big"]["log_halfwidth"] == pytest.approx(sp.halfwidth([x["log_error"] for x in runs]), rel=1e-4)
+    assert entries["small"]["log_halfwidth"] == pytest.approx(pool["log_halfwidth"]) and pool["log_halfwidth"] > 0
+    assert sp.leave_one_source_out(items[:1], geo, lambda te, x: [x]) == []  # one source cannot say its spread
+
+
+def test_the_committed_fit_leaves_out_the_rows_whose_source_reports_a_defect():
+    fit = collective.load_fit()
+    defect = {r["row_id"] for r in pr.busbw_rows("fit") if r["defect"]}
+    used = {x for g in (*fit["fabrics"].values(), *fit["networks"].values()) for x in g["rows"]}
+    assert defect and not defect & used
+    assert all(any(line.startswith(f"{i}: defect:") for line in fit["left_out"]) for i in defect)
+    assert not fit["host_paths"]["factor"] and "pcie-host" in fit["fabrics"]
+
+
+@pytest.mark.parametrize("gbps, text", [(230.4, "230"), (1234.5, "1,234"), (57.2, "57"), (4.14, "4.1"), (0.26, "0.26")])
+def test_a_busbw_label_never_reads_zero(gbps, text):
+    assert collective.gbps_text(gbps) == text

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from tasks.estimate.collective import load_fit
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def warehouse(tmp_path_factory):
     land_paths(con, [str(sample_dir() / "h200")], source="test")
     con.execute("insert into targets (target, provider, region, instance_type, gpu_model, gpu_count) values "
                 "('gn7i-1', 'alibaba', 'cn-hangzhou', 'ecs.gn7i-c8g1.2xlarge', 'A10', 1), "
-                "('gn10xp-1', 'tencent', 'ap-guangzhou', 'GN10Xp.2XLARGE40', 'V100', 1)")
+                "('gn10xp-1', 'tencent', 'ap-guangzhou', 'GN10Xp.2XLARGE40', 'V100-SXM2-32GB', 1)")
     start = datetime(2026, 11, 1, tzinfo=timezone.utc)
     rows = [PriceRow(p, r, it, "on_demand", "USD", usd, "hour", start, source="test", fetched_at=start)
             for p, r, it, usd in (("alibaba", "cn-hangzhou", "ecs.gn7i-c8g1.2xlarge", 1.80),
@@ -55,9 +56,13 @@ def test_the_seeds_pair_as_json(warehouse):
     nodes = {(r["tag"], r["network"].split(":")[0]): r for r in res["nodes"]}
     assert set(nodes) == {("a", "rdma"), ("a", "tcp"), ("b", "rdma"), ("b", "tcp")}
     assert nodes[("a", "rdma")]["gpus"] == 8 and nodes[("a", "rdma")]["efficiency"] is not None
-    tcp = nodes[("a", "tcp")]  # no public TCP rows: no estimate, but a bound at TCP's full line rate
-    assert tcp.get("efficiency") is None and "tcp" in tcp["reason"]
-    assert 0 < tcp["tcp_line_rate_bound"]["efficiency"] <= 1
+    tcp = nodes[("a", "tcp")]  # the fit's TCP rows give an estimate; without them, a bound at TCP's line rate
+    if "tcp" in (load_fit() or {}).get("networks", {}):
+        assert tcp["efficiency"] is not None and "tcp" in tcp["scaling_reason"] and "tcp_line_rate_bound" not in tcp
+        assert tcp["efficiency"] < nodes[("a", "rdma")]["efficiency"]
+    else:
+        assert tcp.get("efficiency") is None and "tcp" in tcp["reason"]
+        assert 0 < tcp["tcp_line_rate_bound"]["efficiency"] <= 1
 
 
 def test_the_seeds_pair_reads_as_a_prediction(warehouse):

@@ -4,8 +4,9 @@
 
 Checks tasks/estimate/data/{nccl_busbw,dp_scaling,instance_fabrics}.csv: exact columns, a source URL and an
 ISO date on every row, valid enums, positive numbers, efficiency = throughput_n / (n * throughput_1), every GPU
-name resolving in gpu_specs.json through the probe's own lookup, and the holdout floors the issue sets
-(>= 15 scoreable scaling rows over >= 3 fabrics, >= 10 busbw rows).
+name resolving in gpu_specs.json through the probe's own lookup, the holdout floors the issue sets
+(>= 15 scoreable scaling rows over >= 3 fabrics, >= 10 busbw rows), and the fit/holdout split of the second
+collection round reproduced from its written rule (tasks/estimate/data/README.md).
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from tasks.estimate.public_rows import source_key
 from tasks.probe.host.specs import catalog, lookup
 
 DATA = Path(__file__).resolve().parents[1] / "tasks" / "estimate" / "data"
 FABRICS = {"nvswitch", "nvlink", "pcie", "pcie-host"}
 NETWORK = re.compile(r"^(rdma|efa|tcp):[0-9]+(\.[0-9]+)?$")
 COLUMNS = {
-    "nccl_busbw.csv": "row_id,source_url,source_date,system,gpu,fabric,gpus_per_node,nodes,network,nccl_version,"
-                      "nvls,size_bytes,busbw_gbps,role,note",
+    "nccl_busbw.csv": "row_id,source_url,source_date,system,gpu,fabric,host_path,gpus_per_node,nodes,network,"
+                      "nccl_version,nvls,size_bytes,busbw_gbps,role,round,defect,note",
     "dp_scaling.csv": "row_id,source_url,source_date,system,gpu,fabric,gpus_per_node,nodes,network,model,params,"
                       "trainable_params,strategy,precision,grad_bytes_per_param,samples_per_gpu_step,tokens_per_sample,"
                       "throughput_1,throughput_n,unit,efficiency,role,note",
@@ -80,6 +82,11 @@ def test_busbw_rows():
     rows = load("nccl_busbw.csv")
     for row in rows:
         assert row["nvls"] in {"yes", "no", "unknown"}, f"{row['row_id']}: nvls {row['nvls']!r}"
+        assert row["round"] in {"1", "2"}, f"{row['row_id']}: round {row['round']!r}"
+        pcie = row["fabric"] in {"pcie", "pcie-host"}
+        assert row["host_path"] in ({"switch", "socket", "cross-socket", "unknown"} if pcie else {""}), \
+            f"{row['row_id']}: host_path {row['host_path']!r} on a {row['fabric']} row"
+        assert row["defect"] == "" or len(row["defect"]) > 40, f"{row['row_id']}: a defect says what the source reports"
         positive(row, "busbw_gbps", "nccl_busbw.csv")
         positive(row, "size_bytes", "nccl_busbw.csv", required=False)
         assert int(row["gpus_per_node"]) * int(row["nodes"]) >= 2, f"{row['row_id']}: an all-reduce needs >= 2 GPUs"
@@ -87,6 +94,23 @@ def test_busbw_rows():
     assert len(holdout) >= 10, f"{len(holdout)} holdout busbw rows, the issue asks for >= 10"
     fit = {f: sum(r["role"] == "fit" and r["fabric"] == f for r in rows) for f in FABRICS}
     assert sum(n >= 2 for n in fit.values()) >= 3, f"fit rows per fabric {fit}"
+
+
+def test_the_second_rounds_split_follows_its_written_rule():
+    """Round 2: grouped by network kind (multi-node rows) or fabric (one node); in each group the sources, in the
+    order of their first row, alternate fit, holdout, fit, ...; every row of a source takes its source's role."""
+    rows = [r for r in load("nccl_busbw.csv") if r["round"] == "2"]
+    assert len(rows) >= 20 and sum(r["role"] == "holdout" for r in rows) >= 10
+    order: dict = {}
+    for r in rows:
+        group = r["network"].split(":")[0] if int(r["nodes"]) > 1 else r["fabric"]
+        order.setdefault(group, [])
+        if source_key(r["source_url"]) not in order[group]:
+            order[group].append(source_key(r["source_url"]))
+        want = "fit" if order[group].index(source_key(r["source_url"])) % 2 == 0 else "holdout"
+        assert r["role"] == want, f"{r['row_id']}: role {r['role']}, the rule gives {want}"
+    first = [r for r in load("nccl_busbw.csv") if r["round"] == "1"]
+    assert len(first) == 28 and all(int(r["row_id"][2:]) <= 28 for r in first)  # round 1 stays as it was
 
 
 def test_scaling_rows_and_their_efficiency():
@@ -154,3 +178,14 @@ def test_datasheet_link_fields():
             assert row["nvlink_gbps_per_dir"] is None and row["nvlink_gen"] is None, f"{row['key']}: NVLink fields"
     for name in ("RTX 4090", "RTX 3090", "RTX A6000", "L40S"):  # the marketplace cards the issue names
         assert lookup(f"NVIDIA GeForce {name}" if "RTX 4" in name or "RTX 3" in name else f"NVIDIA {name}", warn=False).key
+
+
+@pytest.mark.parametrize("url, key", [
+    ("https://github.com/aws-samples/eks-efa-examples/blob/032dc785/logs/mpi-nccl-test-log-16.log",
+     "aws-samples/eks-efa-examples"),
+    ("https://github.com/NVIDIA/nccl/issues/1455", "NVIDIA/nccl#1455"),
+    ("https://github.com/NVIDIA/nccl/issues/1455#issuecomment-1", "NVIDIA/nccl#1455"),
+    ("https://learn.microsoft.com/azure/x", "https://learn.microsoft.com/azure/x"),
+])
+def test_a_source_is_a_repository_or_one_thread(url, key):
+    assert source_key(url) == key

@@ -39,7 +39,10 @@ K8S_ONLY = {"alibaba": "ACK (Alibaba Cloud Container Service for Kubernetes)",
 # p5 = H100, g5 = A10G; GCP a2-highgpu = A100, a3-highgpu = H100; Lambda gpu_1x_a10 = A10)
 SKY_ACCELERATORS = {"A10": "A10", "A10G": "A10G", "A100-SXM4-40GB": "A100", "A100-PCIE-40GB": "A100",
                     "A100-SXM4-80GB": "A100-80GB", "H100-SXM5-80GB": "H100", "H100-PCIE-80GB": "H100",
-                    "H200": "H200", "L4": "L4", "L40S": "L40S", "T4": "T4", "V100": "V100"}
+                    "H200": "H200", "L4": "L4", "L40S": "L40S", "T4": "T4", "V100": "V100",
+                    "V100-SXM2-32GB": "V100"}  # GN10Xp (targets.toml): SkyPilot names no SXM2/PCIe V100 apart
+
+
 def gpu_model_of(accelerator: str) -> str:
     """SkyPilot's accelerator name as the targets file names the GPU: the first SKY_ACCELERATORS entry for it
     ("A100" -> "A100-SXM4-40GB": the clouds' A100 instance types are SXM4), else the name unchanged."""

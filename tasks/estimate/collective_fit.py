@@ -3,15 +3,19 @@
     .venv/bin/python -m tasks.estimate.collective_fit            # writes tasks/estimate/data/collective_fit.json
     .venv/bin/python -m tasks.estimate.collective_fit --check    # exit 1 if the committed file is not what the rows give
 
-Three fits, in order, each on `fit` rows only (a `holdout` row is never read here):
-1. per fabric (nvls apart), single-node nccl_busbw rows: the achievable fraction of the raw link bandwidth
-   and the per-hop latency, least squares on log busbw, each source weighted once whatever its number of sizes;
+Three fits, in order, each on `fit` rows only (a `holdout` row is never read here), and none on a row whose
+source reports the figure itself as a problem (its `defect` column says why; listed under left_out):
+1. per fit key (collective.fit_key: the NVLink family, NVLink SHARP, pcie-host), single-node nccl_busbw rows:
+   the achievable fraction of the raw link bandwidth and the per-hop latency, least squares on log busbw, each
+   source weighted once whatever its number of sizes;
 2. per network kind, multi-node rows: the NICs' fraction and hop latency, the node's fabric as fitted in 1;
 3. the step model on dp_scaling rows: the overlap of communication with the backward (0..1) and the step-time
    jitter whose wait for the slowest GPU (tasks/estimate/scaling.py straggle_seconds) a synchronous step pays,
    the pair that minimises the mean absolute error of the efficiency; and the jitter's 5th-95th percentiles.
-Each fit keeps its rows, its residuals and its 90% half-width in log (Student t over the residuals, as the
-single-GPU estimator's interval: tasks/estimate/calibrate.py). Re-running on the same rows writes the same file.
+Each busbw group keeps its rows, its in-sample residuals and a 90% half-width in log from its runs predicted
+with their source left out (tasks/estimate/collective_spread.py). The pcie-host rows' host paths are counted
+(host_paths); they become a factor only once two host paths each have fit rows from two sources.
+Re-running on the same rows writes the same file.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from datetime import date
 
 import numpy as np
 
-from tasks.estimate import collective, links as links_, public_rows as pr
+from tasks.estimate import collective, collective_spread as spread_, links as links_, public_rows as pr
 
 FRACTION_BOUNDS = (0.005, 4.0)  # of the raw bandwidth; NVLink SHARP may pass 1
 JITTER_GRID = tuple([0.0] + [round(0.002 * 1.25 ** i, 6) for i in range(25)])  # s^0.5: 0, 0.002 .. 0.42
@@ -37,25 +41,16 @@ NCCL_HOP_US = {"nvswitch": 3.4, "nvlink": 3.4, "pcie": 5.7, "pcie-host": 5.7, "n
 NCCL_HOP_SOURCE = "NCCL tuning model hwLat Ring/Simple (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-08)"
 SIZE_SPAN_FOR_HOP = (64 * 2**20, 100.0)  # a row below 64 MiB and sizes spanning 100x: else the hop is NCCL's
 HOP_US_BOUNDS = (0.1, 200.0)  # where fitted
-MIN_ROWS = 3  # a group's own residuals say its spread from this many rows (and two sources) on
+HOST_PATH_FACTOR_SOURCES = 2  # fit sources a host path needs (on two host paths) before it is a pcie-host factor
 
 
-def _r(x: float, digits: int = 5) -> float:
-    return float(f"{x:.{digits}g}")
-
-
-def _halfwidth(logs: list[float], k: int) -> float:
-    from scipy.stats import t as student_t
-
-    n = len(logs)
-    rms = math.sqrt(sum(e * e for e in logs) / n) if n else 0.0
-    dof = max(n - k, 1)
-    return float(student_t.ppf(0.95, dof)) * rms * math.sqrt(1 + 1 / max(n, 1))
+_r = spread_.sig
 
 
 def _weights(rows: list[dict]) -> np.ndarray:
-    per = Counter(r["source_url"] for r in rows)
-    return np.array([1 / math.sqrt(per[r["source_url"]]) for r in rows])
+    """Each source (a repository or a thread: public_rows.source_key) weighs once in the squared error."""
+    per = Counter(r["source"] for r in rows)
+    return np.array([1 / math.sqrt(per[r["source"]]) for r in rows])
 
 
 def _fit(pred, measured: np.ndarray, wts: np.ndarray, hop_free: bool, hop0: float) -> tuple[float, float]:
@@ -86,8 +81,7 @@ def _hop_free(rows: list[dict]) -> bool:
 def _entry(rs: list[dict], x: tuple[float, float], p: list[float], hop_free: bool) -> dict:
     logs = [math.log(a / r["busbw_gbps"]) for a, r in zip(p, rs)]
     return {"fraction": _r(x[0]), "hop_us": _r(x[1]), "hop_source": "fitted" if hop_free else NCCL_HOP_SOURCE,
-            "rows": [r["row_id"] for r in rs], "sources": sorted({r["source_url"] for r in rs}),
-            "log_halfwidth": _r(_halfwidth(logs, 2 if hop_free else 1)),
+            "rows": [r["row_id"] for r in rs], "sources": sorted({r["source"] for r in rs}),
             "median_abs_log_error": _r(float(np.median(np.abs(logs)))), "residuals": _residual_rows(rs, p)}
 
 
@@ -100,22 +94,30 @@ def _size(r: dict) -> float:
     return r["size_bytes"] or collective.PLATEAU_BYTES
 
 
-def _fit_group(got: list[tuple[dict, float]], fabric: str) -> dict:
-    """One fabric's (fraction, hop) from its rows [(row, raw GB/s)], each source weighted once."""
+def _intra_pred(got: list[tuple[dict, float]], f: float, hop: float) -> list[float]:
+    return [_size(r) * 2 * (r["gpus_per_node"] - 1) / r["gpus_per_node"] / collective.ring_seconds(
+        _size(r), r["gpus_per_node"], raw * f, hop * 1e-6) / 1e9 for r, raw in got]
+
+
+def _intra_params(got: list[tuple[dict, float]], key: str) -> tuple[float, float, bool]:
+    """One group's (fraction, hop, hop fitted?) from its rows [(row, raw GB/s)], each source weighted once."""
     rs = [r for r, _ in got]
-
-    def pred(f: float, hop: float) -> list[float]:
-        return [_size(r) * 2 * (r["gpus_per_node"] - 1) / r["gpus_per_node"] / collective.ring_seconds(
-            _size(r), r["gpus_per_node"], raw * f, hop * 1e-6) / 1e9 for r, raw in got]
-
     free = _hop_free(rs)
-    x = _fit(pred, np.array([r["busbw_gbps"] for r in rs]), _weights(rs), free, NCCL_HOP_US[fabric])
-    return _entry(rs, x, pred(*x), free)
+    x = _fit(lambda f, hop: _intra_pred(got, f, hop), np.array([r["busbw_gbps"] for r in rs]), _weights(rs), free,
+             NCCL_HOP_US["pcie" if key == "pooled_p2p" else key.split("+")[0]])
+    return x[0], x[1], free
 
 
-def fit_fabrics(rows: list[dict]) -> tuple[dict, dict | None, list[str]]:
-    """({fabric key: {fraction, hop_us, rows, residuals, log_halfwidth}}, the pool over the peer-to-peer fabrics,
-    the rows left out with why). NVLink SHARP: as the source says, else where the switch and NCCL do it."""
+def _fit_group(got: list[tuple[dict, float]], key: str) -> tuple[dict, list[dict]]:
+    """One group's entry and its runs predicted with their source left out."""
+    f, hop, free = _intra_params(got, key)
+    loso = spread_.leave_one_source_out(got, lambda tr: _intra_params(tr, key)[:2], lambda te, x: _intra_pred(te, *x))
+    return _entry([r for r, _ in got], (f, hop), _intra_pred(got, f, hop), free), loso
+
+
+def fit_fabrics(rows: list[dict]) -> tuple[dict, dict | None, list[str], dict]:
+    """({fit key: {fraction, hop_us, rows, residuals}}, the peer-to-peer pool that pcie borrows, the rows left out
+    with why, {key: left-out runs}). NVLink SHARP: as the source says, else where the switch and NCCL do it."""
     groups: dict[str, list[tuple[dict, float]]] = {}
     skipped = []
     for r in rows:
@@ -127,18 +129,41 @@ def fit_fabrics(rows: list[dict]) -> tuple[dict, dict | None, list[str]]:
             skipped.append(f"{r['row_id']}: {why}")
             continue
         nvls = r["nvls"] if r["nvls"] is not None else collective.nvls_auto(lk, r["fabric"], r["nccl_version"])
-        groups.setdefault(collective.fabric_key(r["fabric"], nvls), []).append((r, raw))
-    fabrics = {key: _fit_group(got, key.split("+")[0]) for key, got in sorted(groups.items())}
-    p2p = [k for k in sorted(groups) if k in collective.P2P_FABRICS]
-    pooled = {**_fit_group([g for k in p2p for g in groups[k]], "pcie"), "fabrics": p2p} if p2p else None
-    return fabrics, pooled, skipped
+        groups.setdefault(collective.fit_key(r["fabric"], nvls), []).append((r, raw))
+    fabrics, runs = {}, {}
+    for key, got in sorted(groups.items()):
+        fabrics[key], runs[key] = _fit_group(got, key)
+    p2p = [k for k in sorted(groups) if k.split("+")[0] in ("nvlink", "pcie") and "+" not in k]
+    pooled = None
+    if p2p:
+        pooled, runs["pooled_p2p"] = _fit_group([g for k in p2p for g in groups[k]], "pooled_p2p")
+        pooled["fabrics"] = sorted({r["fabric"] for k in p2p for r, _ in groups[k]})
+    return fabrics, pooled, skipped, runs
 
 
-def fit_networks(rows: list[dict], fabrics: dict) -> tuple[dict, list[str]]:
-    """{network kind: {fraction, hop_us, ...}} from multi-node rows, the intra-node fabric as already fitted."""
+def _net_pred(got: list[tuple[dict, dict]], f: float, hop: float) -> list[float]:
+    res = []
+    for r, m in got:
+        mm = {**m, "net_fraction": f, "net_hop_s": hop * 1e-6}
+        n, s = r["gpus_per_node"] * r["nodes"], _size(r)
+        res.append(s * 2 * (n - 1) / n / collective.allreduce_seconds(mm, s, r["gpus_per_node"], r["nodes"]) / 1e9)
+    return res
+
+
+def _net_params(got: list[tuple[dict, dict]]) -> tuple[float, float, bool]:
+    rs = [r for r, _ in got]
+    free = _hop_free(rs)
+    x = _fit(lambda f, hop: _net_pred(got, f, hop), np.array([r["busbw_gbps"] for r in rs]), _weights(rs), free,
+             NCCL_HOP_US["network"])
+    return x[0], x[1], free
+
+
+def fit_networks(rows: list[dict], fabrics: dict, pooled: dict | None) -> tuple[dict, list[str], dict]:
+    """({network kind: {fraction, hop_us, ...}}, rows left out, {kind: left-out runs}) from multi-node rows, the
+    intra-node fabric as already fitted."""
     groups: dict[str, list[tuple[dict, dict]]] = {}
     skipped = []
-    base = {"fabrics": fabrics, "networks": {}, "pooled_p2p": None}
+    base = {"fabrics": fabrics, "networks": {}, "pooled_p2p": pooled}
     for r in rows:
         if r["nodes"] <= 1:
             continue
@@ -156,22 +181,25 @@ def fit_networks(rows: list[dict], fabrics: dict) -> tuple[dict, list[str]]:
             skipped.append(f"{r['row_id']}: {why}")
             continue
         groups.setdefault(net.kind, []).append((r, {**m, "net": net}))
-    out = {}
+    out, runs = {}, {}
     for kind, got in sorted(groups.items()):
-        rs = [r for r, _ in got]
+        f, hop, free = _net_params(got)
+        out[kind] = _entry([r for r, _ in got], (f, hop), _net_pred(got, f, hop), free)
+        runs[kind] = spread_.leave_one_source_out(got, lambda tr: _net_params(tr)[:2], lambda te, x: _net_pred(te, *x))
+    return out, skipped, runs
 
-        def pred(f: float, hop: float, got=got) -> list[float]:
-            res = []
-            for r, m in got:
-                mm = {**m, "net_fraction": f, "net_hop_s": hop * 1e-6}
-                n, s = r["gpus_per_node"] * r["nodes"], _size(r)
-                res.append(s * 2 * (n - 1) / n / collective.allreduce_seconds(mm, s, r["gpus_per_node"], r["nodes"]) / 1e9)
-            return res
 
-        free = _hop_free(rs)
-        x = _fit(pred, np.array([r["busbw_gbps"] for r in rs]), _weights(rs), free, NCCL_HOP_US["network"])
-        out[kind] = _entry(rs, x, pred(*x), free)
-    return out, skipped
+def host_paths(rows: list[dict]) -> dict:
+    """Which host paths the pcie-host fit rows cover, and from how many sources: the host path becomes a factor
+    of the pcie-host fraction once HOST_PATH_FACTOR_SOURCES sources each cover two host paths (not yet)."""
+    seen: dict[str, set] = {}
+    for r in rows:
+        if r["fabric"] == "pcie-host" and r["nodes"] == 1:
+            seen.setdefault(r["host_path"] or "unknown", set()).add(r["source"])
+    known = [h for h, srcs in seen.items() if h != "unknown" and len(srcs) >= HOST_PATH_FACTOR_SOURCES]
+    return {"sources": {h: sorted(v) for h, v in sorted(seen.items())}, "factor": len(known) >= 2,
+            "rule": f"a factor once {HOST_PATH_FACTOR_SOURCES} sources each cover two host paths (switch, socket, "
+                    "cross-socket); until then one pcie-host fraction, host paths mixed in its spread"}
 
 
 def fit_step(rows: list[dict], fit: dict) -> tuple[dict | None, list[str]]:
@@ -215,39 +243,36 @@ def fit_step(rows: list[dict], fit: dict) -> tuple[dict | None, list[str]]:
                           for p, r, e, j in zip(got, usable, errs, implied)]}, skipped
 
 
-def _spread(*groups: dict) -> None:
-    """A group with fewer than MIN_ROWS rows or from one source cannot say its own spread: it takes the spread of
-    every busbw fit row's log error together (one fraction per group: n - groups degrees of freedom)."""
-    entries = [e for g in groups for e in g.values()]
-    logs = [r["log_error"] for e in entries for r in e["residuals"]]
-    pooled = _halfwidth(logs, len(entries)) if logs else 0.0
-    for e in entries:
-        if len(e["rows"]) < MIN_ROWS or len(e["sources"]) < 2:
-            e["log_halfwidth"], e["spread"] = _r(max(e["log_halfwidth"], pooled)), "pooled over every busbw fit row"
-        else:
-            e["spread"] = "its own rows"
-
-
 def _sha(path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def fit_all(today: str | None = None) -> dict:
     """The whole fit document, from the `fit` rows of the committed data files."""
-    bus = pr.busbw_rows("fit")
-    fabrics, pooled, skip1 = fit_fabrics(bus)
-    networks, skip2 = fit_networks(bus, fabrics)
-    _spread(fabrics, networks)
-    doc = {"schema": "costgap collective fit v1", "fitted_on": today or date.today().isoformat(),
+    rows = pr.busbw_rows("fit")
+    bus = [r for r in rows if not r["defect"]]
+    skip0 = [f"{r['row_id']}: defect: {r['defect']}" for r in rows if r["defect"]]
+    fabrics, pooled, skip1, runs = fit_fabrics(bus)
+    networks, skip2, net_runs = fit_networks(bus, fabrics, pooled)
+    pooled_runs = runs.pop("pooled_p2p", [])
+    intra = spread_.attach(fabrics, runs, "intra-node")
+    if pooled:  # pcie borrows the pool without a row of its own: never narrower than the intra-node pool
+        own = spread_.halfwidth([x["log_error"] for x in pooled_runs])
+        pooled.update(left_out_runs=pooled_runs, log_halfwidth=_r(max(own, intra["log_halfwidth"])),
+                      spread="no pcie rows: the larger of the pool's own left-out runs and the intra-node pool")
+    inter = spread_.attach(networks, net_runs, "network")
+    doc = {"schema": "costgap collective fit v2", "fitted_on": today or date.today().isoformat(),
            "command": "python -m tasks.estimate.collective_fit",
            "data": {p.name: _sha(p) for p in (pr.BUSBW, pr.SCALING)},
            "note": "fraction: achieved busbw over the raw GB/s per GPU and direction (gpu_specs.json link data); "
-                   "hop_us: ring latency per hop; log_halfwidth: the 90% interval is x/÷ exp(log_halfwidth); "
-                   "fit rows only, every source weighted once",
-           "fabrics": fabrics, "pooled_p2p": pooled, "networks": networks}
+                   "hop_us: ring latency per hop; log_halfwidth: the 90% interval is x/÷ exp(log_halfwidth), from "
+                   "each group's runs predicted with their source left out; fit rows only, defect rows left out, "
+                   "every source weighted once",
+           "fabrics": fabrics, "pooled_p2p": pooled, "networks": networks,
+           "spread_pools": {"intra-node": intra, "network": inter}, "host_paths": host_paths(bus)}
     step, skip3 = fit_step(pr.scaling_rows("fit"), doc)
     doc["step"] = step
-    doc["left_out"] = skip1 + skip2 + skip3
+    doc["left_out"] = skip0 + skip1 + skip2 + skip3
     return doc
 
 
@@ -273,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                    **doc["networks"]}.items():
         print(f"{key:<14} fraction {f['fraction']:.3f}  hop {f['hop_us']:,.1f} us  {len(f['rows'])} rows from "
               f"{len(f['sources'])} sources  median |log error| {f['median_abs_log_error']:.3f}  90% x/÷ "
-              f"{math.exp(f['log_halfwidth']):.3f}")
+              f"{math.exp(f['log_halfwidth']):.3f} ({f['spread']})")
     if doc["step"]:
         st = doc["step"]
         print(f"step           overlap {st['overlap']:.2f}, jitter {st['jitter']:.3f} s^0.5 (90% {st['jitter_lo']:.3f}.."

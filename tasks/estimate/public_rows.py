@@ -12,6 +12,7 @@ row. A malformed row fails naming the file, the row and the field.
 from __future__ import annotations
 
 import csv
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,6 +21,7 @@ BUSBW = DATA / "nccl_busbw.csv"
 SCALING = DATA / "dp_scaling.csv"
 FABRICS = DATA / "instance_fabrics.csv"
 ROLES = ("fit", "holdout")
+HOST_PATHS = ("switch", "socket", "cross-socket", "unknown")  # pcie / pcie-host rows: PIX-PXB | PHB-NODE | SYS
 TRUE = {"1", "true", "yes", "on", "y"}
 FALSE = {"0", "false", "no", "off", "n"}  # nvls: anything else (unknown, empty) is not known
 
@@ -63,8 +65,21 @@ def _common(path: Path, rec: dict, role: str | None) -> dict | None:
     if role and rec["role"] != role:
         return None
     nodes = _num(path, rec, "nodes", required=False) or 1
+    rnd = rec.get("round") or "1"  # collection round: 1 = issue 42's first pass; a file without the column is round 1
+    if rnd not in ("1", "2"):
+        raise RowError(f"{path.name}:{rec['_line']} ({rec.get('row_id', '?')}): field 'round' = {rnd!r}: expected 1 or 2")
     return {**rec, "gpus_per_node": int(_num(path, rec, "gpus_per_node")), "nodes": int(nodes),
-            "fabric": rec.get("fabric", "").lower() or None, "network": rec.get("network") or None}
+            "fabric": rec.get("fabric", "").lower() or None, "network": rec.get("network") or None, "round": int(rnd),
+            "source": source_key(rec.get("source_url", ""))}
+
+
+def source_key(url: str) -> str:
+    """The publication a row comes from, as the fit/holdout split and the spread count it: a GitHub repository
+    (owner/name, whatever file or commit) or one issue/pull-request thread; any other address as written."""
+    m = re.match(r"https?://github\.com/([^/]+)/([^/#?]+)(?:/(issues|pull)/(\d+))?", url or "")
+    if not m:
+        return url or ""
+    return f"{m.group(1)}/{m.group(2)}" + (f"#{m.group(4)}" if m.group(3) else "")
 
 
 @lru_cache(maxsize=8)
@@ -75,16 +90,21 @@ def _busbw(path: str, role: str | None) -> tuple[dict, ...]:
         if row is None:
             continue
         nvls = (rec.get("nvls") or "").lower()
+        host = (rec.get("host_path") or "").lower() or None
+        if host is not None and (host not in HOST_PATHS or row["fabric"] not in ("pcie", "pcie-host")):
+            raise RowError(f"{p.name}:{rec['_line']} ({rec.get('row_id', '?')}): field 'host_path' = {host!r}: expected "
+                           f"one of {HOST_PATHS}, on pcie and pcie-host rows only")
         row.update(size_bytes=_num(p, rec, "size_bytes", required=False), busbw_gbps=_num(p, rec, "busbw_gbps"),
                    nvls=True if nvls in TRUE else (False if nvls in FALSE else None),
-                   nccl_version=rec.get("nccl_version") or None)
+                   nccl_version=rec.get("nccl_version") or None, host_path=host, defect=rec.get("defect") or None)
         out.append(row)
     return tuple(out)
 
 
 def busbw_rows(role: str | None = None, path: Path = BUSBW) -> list[dict]:
     """nccl_busbw.csv rows (only `role`'s when given), numbers parsed; size_bytes None where only a peak was
-    quoted, nvls None where the source does not say."""
+    quoted, nvls None where the source does not say; `defect` the reason the fit leaves the row out (None: it reads it);
+    `round` 1 or 2 (the collection round); `source` the publication (source_key)."""
     return list(_busbw(str(path), role))
 
 

@@ -26,8 +26,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tasks.estimate.collective import (BUSBW_AT_BYTES, Busbw, allreduce_seconds, load_fit, machine,  # noqa: F401
-                                       predict_busbw)
+from tasks.estimate.collective import (BUSBW_AT_BYTES, Busbw, allreduce_seconds, gbps_text, load_fit,  # noqa: F401
+                                       machine, predict_busbw)
 
 BUCKET_BYTES = 25 * 2**20  # torch DDP's default bucket_cap_mb = 25 (torch.nn.parallel.DistributedDataParallel docs)
 FSDP_UNITS = 32  # FSDP wraps one transformer block per unit: Llama 2/3 7B-8B have 32 (13B 40, 70B 80; their
@@ -71,7 +71,8 @@ class Scaling:
             return "measured on this type"
         if self.busbw_gbps is None:
             return "one GPU"
-        return f"predicted from {self.fabric}{' with NVLink SHARP' if self.nvls else ''}, busbw {self.busbw_gbps:,.0f} GB/s"
+        sharp = " with NVLink SHARP" if self.nvls else ""
+        return f"predicted from {self.fabric}{sharp}, busbw {gbps_text(self.busbw_gbps)} GB/s"
 
 
 @lru_cache(maxsize=256)

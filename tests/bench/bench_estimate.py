@@ -21,7 +21,7 @@ from tasks.estimate import estimate as est
 from tasks.estimate import estimate_track as track
 from tasks.demo import sample_dir
 
-SEED = (("alibaba ecs.gn7i-c8g1.2xlarge", "A10"), ("tencent GN10Xp.2XLARGE40", "V100"))
+SEED = (("alibaba ecs.gn7i-c8g1.2xlarge", "A10"), ("tencent GN10Xp.2XLARGE40", "V100-SXM2-32GB"))
 
 
 def calibration(samples: Path | None = None, by_gpu: bool = False):
