@@ -45,7 +45,7 @@ class Shape:
     mode: str = "lora"  # param_counts counts the adapters; the caller decides whether they train
 
 
-# meta-llama/Llama-2-{7b,13b,70b}-hf config.json (read 2026-12-08): hidden, layers, heads, KV heads, FFN, vocab
+# meta-llama/Llama-2-{7b,13b,70b}-hf config.json (read 2026-12-07): hidden, layers, heads, KV heads, FFN, vocab
 SHAPES = {7e9: Shape("Llama-2-7B", 4096, 32, 32, 32, 11008), 13e9: Shape("Llama-2-13B", 5120, 40, 40, 40, 13824),
           70e9: Shape("Llama-2-70B", 8192, 80, 64, 8, 28672)}
 

@@ -17,7 +17,7 @@ pipelines these phases chunk by chunk, so the slowest one sets the time.
 Which rows share a fraction, and why (each choice rests on physics or NCCL's own model, never on a residual):
 - NVLink is one family: a bridged pair, a point-to-point mesh and an NVSwitch board move data over the same
   links with the same packet overhead, and NCCL's own topology model gives every NVLink generation about the
-  same effective share of its line rate (src/graph/topo.h at 5067397c, read 2026-12-08: SM70/SM80 20 of 25 GB/s
+  same effective share of its line rate (src/graph/topo.h at 5067397c, read 2026-12-07: SM70/SM80 20 of 25 GB/s
   per link = 0.80, SM86 12 of 14.06 = 0.85, SM90 20.6 of 25 = 0.82, SM100 40.1 of 50 = 0.80). So nvswitch and
   nvlink rows fit one fraction ("nvlink"); NVLink SHARP ("nvls": the switch reduces) is fitted apart
   ("nvlink+nvls"), its fraction may pass 1.
@@ -47,7 +47,7 @@ from tasks.estimate import links as links_
 FIT_PATH = Path(__file__).with_name("data") / "collective_fit.json"
 BUSBW_AT_BYTES = 2**30  # predict_busbw's default message: nccl-tests' large-message plateau (1 GiB)
 PLATEAU_BYTES = 2.0**40  # a peak quoted without its size: latency is nothing at this size
-NVLS_SINCE = (2, 17)  # NVLink SHARP all-reduce from NCCL 2.17 (NCCL 2.17.1 release notes, read 2026-12-08)
+NVLS_SINCE = (2, 17)  # NVLink SHARP all-reduce from NCCL 2.17 (NCCL 2.17.1 release notes, read 2026-12-07)
 P2P_FABRICS = ("nvswitch", "nvlink", "pcie")  # GPUs write into each other's memory (NCCL's P2P transport)
 NVLINK_FABRICS = ("nvswitch", "nvlink")  # the same NVLink links, with a switch between them or not: one fraction
 

@@ -35,10 +35,10 @@ from tasks.estimate import collective, collective_spread as spread_, links as li
 FRACTION_BOUNDS = (0.005, 4.0)  # of the raw bandwidth; NVLink SHARP may pass 1
 JITTER_GRID = tuple([0.0] + [round(0.002 * 1.25 ** i, 6) for i in range(25)])  # s^0.5: 0, 0.002 .. 0.42
 # Per-hop latency of a ring all-reduce step (Simple protocol), us: NCCL's own tuning model, hwLat[NVLINK | PCI |
-# NET][Ring][Simple] (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-08). Used where the rows cannot
+# NET][Ring][Simple] (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-07). Used where the rows cannot
 # say it: a latency is only seen below a few MB, and the rows of a group must span SIZE_SPAN_FOR_HOP to fit it.
 NCCL_HOP_US = {"nvswitch": 3.4, "nvlink": 3.4, "pcie": 5.7, "pcie-host": 5.7, "network": 9.6}
-NCCL_HOP_SOURCE = "NCCL tuning model hwLat Ring/Simple (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-08)"
+NCCL_HOP_SOURCE = "NCCL tuning model hwLat Ring/Simple (NVIDIA/nccl src/graph/tuning.cc at 01afd20a, read 2026-12-07)"
 SIZE_SPAN_FOR_HOP = (64 * 2**20, 100.0)  # a row below 64 MiB and sizes spanning 100x: else the hop is NCCL's
 HOP_US_BOUNDS = (0.1, 200.0)  # where fitted
 HOST_PATH_FACTOR_SOURCES = 2  # fit sources a host path needs (on two host paths) before it is a pcie-host factor
