@@ -17,6 +17,7 @@ import ast
 import re
 import sys
 import tomllib
+from functools import cache
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+@cache
 def _declared() -> dict[str, dict[str, str]]:
     """{group: {normalized distribution: requirement}}; group "" is [project.dependencies]."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -57,24 +59,37 @@ def _imports(rooms) -> dict[str, set[str]]:
     """Top-level names of every absolute import in the .py files under `rooms` -> the files importing them."""
     found: dict[str, set[str]] = {}
     for room in rooms:
-        for path in sorted((REPO / room).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-                if isinstance(node, ast.Import):
-                    names = [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                else:
-                    continue
-                for name in names:
-                    top = name.split(".")[0]
-                    if top not in LOCAL and top not in sys.stdlib_module_names and top != "__future__":
-                        found.setdefault(top, set()).add(str(path.relative_to(REPO)))
+        for module, files in _room_imports(room).items():
+            found.setdefault(module, set()).update(files)
     return found
+
+
+@cache
+def _room_imports(room: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / room).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in LOCAL and top not in sys.stdlib_module_names and top != "__future__":
+                    found.setdefault(top, set()).add(str(path.relative_to(REPO)))
+    return found
+
+
+@cache
+def _installed() -> dict[str, list[str]]:
+    return packages_distributions()  # reads every installed distribution's file list: once per run
 
 
 def _distributions(module: str) -> list[str]:
     """The distributions that provide `module` here, or its own name where none installed does."""
-    return [_norm(d) for d in packages_distributions().get(module, [])] or [_norm(module)]
+    return [_norm(d) for d in _installed().get(module, [])] or [_norm(module)]
 
 
 def _undeclared(rooms, allowed: set[str]) -> list[str]:
