@@ -96,6 +96,9 @@ class Harness:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "Harness":
+        if os.environ.get("COSTGAP_CHECK") == "1":  # `make check` (tests/conftest.py CHECK_ENV) runs none of these
+            raise RuntimeError("this test starts a Prefect server of its own (tests/pool_harness.Harness): mark it "
+                               "@pytest.mark.slow, so that `make test` runs it and `make check` does not")
         try:
             server = self.start("server", ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)])
             self._wait_healthy()

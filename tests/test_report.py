@@ -119,6 +119,7 @@ def test_every_chart_exported_as_png_and_svg(site: Path):
         assert "<svg" in (site / "charts" / f"{cid}.svg").read_text()
 
 
+@pytest.mark.slow  # a world at scale / every chart exported as PNG and SVG
 def test_unchanged_charts_reuse_their_exports(world, tmp_path: Path):
     import json
 
@@ -156,6 +157,7 @@ def test_pages_show_measured_content(site: Path):
     assert "What changed in its environment" in t and "newest" in t and "Cost and price history" in t
 
 
+@pytest.mark.slow  # a world at scale / every chart exported as PNG and SVG
 def test_page_weight_bounded_at_scale(tmp_path: Path):
     wh = make_world(str(tmp_path / "big.duckdb"), runs=6000, telemetry=60000, targets=12, weeks=52)
     out = Path(build_site(wh, str(tmp_path / "site"), images=False)).parent
