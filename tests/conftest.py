@@ -77,14 +77,19 @@ def _start_shared() -> None:
     from runtime.api import ephemeral_server_argv, ephemeral_server_env
     from tests.pool_harness import free_port
 
+    from tests import prefect_template
+
     root = Path(tempfile.mkdtemp(prefix="costgap-test-server-"))
     home = root / "prefect-home"
     home.mkdir()
     port = free_port()
+    db = root / "prefect-test.db"
+    if prefect_template.path().exists():  # made by an earlier session: no migrations (in the first, the server runs them)
+        prefect_template.seed(db)
     # Prefect's own test server, run as prefect_test_harness runs it (SubprocessASGIServer's command line:
     # runtime/api.py, the same as costgap's one-shot mode), on a temporary SQLite database, for all workers.
     env = ephemeral_server_env({**os.environ, "PREFECT_HOME": str(home),
-                                "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{root / 'prefect-test.db'}"})
+                                "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{db}"})
     with open(root / "server.log", "ab") as log:
         server = subprocess.Popen(ephemeral_server_argv(port), cwd=REPO, env=env, stdin=subprocess.DEVNULL,
                                   stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
