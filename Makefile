@@ -8,11 +8,12 @@ BIN      := $(VENV)/bin
 TORCH    ?= torch==2.13.0
 STAMP    := $(VENV)/.installed-stamp
 
-.PHONY: run test bench browser clean help sky
+.PHONY: run test check bench browser clean help sky
 
 help:
 	@echo "make run    - install into $(VENV) and run the main job (local target, quick profile)"
-	@echo "make test   - install into $(VENV) and run the test suite"
+	@echo "make test   - install into $(VENV) and run the whole test suite (about 10 minutes)"
+	@echo "make check  - the tests that start no server or process fleet of their own (under 3 minutes)"
 	@echo "make bench  - run the project's benchmarks and print their figures"
 
 EXTRAS   := .[probe,test,clouds,redis]
@@ -76,6 +77,15 @@ test:
 	@$(MAKE) --no-print-directory $(SKY_STAMP)
 	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal --durations=10 -m "not timed"
 	$(BIN)/python -m pytest -q -ra -m timed
+
+# The edit loop (issue 44): every test not marked `slow`, i.e. every test that starts no server and no fleet
+# of processes of its own (unit, property, importers, cost model, report rendering from a prepared warehouse),
+# on two workers that share the session's Prefect test server and warm process. A new test is in it unless
+# marked `slow`; one that starts a server of its own fails here, saying so (tests/pool_harness.py), and any
+# over 20 s is named at the end (tests/conftest.py). `make test` still runs everything.
+CHECK_WORKERS ?= 2
+check: $(STAMP)
+	COSTGAP_CHECK=1 $(BIN)/python -m pytest -q -ra -n $(CHECK_WORKERS) --dist worksteal --durations=5 -m "not slow and not timed"
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

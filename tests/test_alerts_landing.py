@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests import prefect_template
 from tests.conftest import COSTGAP, REPO
 from tests.factories import BASE_TIME, bundle_doc, write_bundle
 
@@ -160,6 +161,7 @@ def test_a_one_shot_server_lands_and_leaves_the_telling_to_the_next_command(tmp_
 
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(COSTGAP_API="ephemeral", PREFECT_HOME=str(tmp_path / "prefect-home"))
+    prefect_template.seed(tmp_path / "prefect-home" / "prefect.db")  # a one-shot server, not a first start, is tested
     one_shot = subprocess.run([sys.executable, "-m", "cli.main", "ingest", str(tmp_path / "in"), "--warehouse", str(wh)],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert one_shot.returncode == 0, one_shot.stderr

@@ -36,7 +36,8 @@ WIDTHS = (1400, 900)
 EVIL = "<script>alert(1)</script>"
 EVIL_IMG = "<img src=x onerror=alert(2)>"  # would run if a tooltip or label were built with innerHTML
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"chromium not installed at {CHROMIUM} (make browser)")
+pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"chromium not installed at {CHROMIUM} (make browser)"),
+              pytest.mark.slow]  # a chromium process: `make test` runs it, `make check` does not
 
 # (selector, its box) pairs that must not be wider than their box at 900 px
 OVERFLOW_JS = """() => Array.from(document.querySelectorAll('div.scroll, section.card'))

@@ -40,6 +40,7 @@ def _kw(tmp_path):
             "results": str(tmp_path / "results")}
 
 
+@pytest.mark.slow  # a whole compare: probe processes, landing, report
 def test_local_and_import_targets_land_with_prefect_attempts(prefect_harness, tmp_path):
     from prefect.client.orchestration import get_client
 
@@ -74,6 +75,7 @@ def test_local_and_import_targets_land_with_prefect_attempts(prefect_harness, tm
     assert again.is_completed() and again.result()["outcomes"][0]["status"] == "duplicate"
 
 
+@pytest.mark.slow  # a whole compare: probe processes, landing, report
 def test_a_failing_target_is_retried_recorded_and_the_run_is_partial(prefect_harness, tmp_path):
     from flows.compare import compare
 
@@ -95,6 +97,7 @@ def test_a_failing_target_is_retried_recorded_and_the_run_is_partial(prefect_har
     assert disp == [("airgap", "landed", False), ("here", "failed", True)]
 
 
+@pytest.mark.slow  # a whole compare: probe processes, landing, report
 def test_costgap_run_cli_prints_table_and_report_path(prefect_harness, tmp_path):
     f = _targets(tmp_path)
     kw = _kw(tmp_path)
@@ -112,6 +115,7 @@ def test_run_help_explains_options(flag):
     assert res.exit_code == 0 and flag in res.output
 
 
+@pytest.mark.slow  # a whole compare: probe processes, landing, report
 def test_pool_target_nobody_picks_up_times_out_and_is_recorded(prefect_harness, tmp_path):
     """A pool whose instance never came up: the run is cancelled at the target's timeout, the
     others land, and the cancelled flow run counts as an attempt (error kind timeout)."""

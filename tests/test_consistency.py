@@ -27,6 +27,8 @@ REL = 1e-9
 FIGURES = ("cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "price_now_per_hour", "cost_now_per_mtok", "p",
            "R", "tokens_per_s", "failed_attempts", "attempts", "runs", "price_age_days")
 
+pytestmark = pytest.mark.slow  # a whole `costgap demo` and the CLI over it
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[Path, Path]:

@@ -91,6 +91,7 @@ def test_fewer_than_two_gpus_is_not_applicable_and_launches_nothing(monkeypatch)
     assert run_multi_gpu("quick", nprocs=1, timeout_s=60)[2][0]["state"] == "not_applicable"  # no GPU
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_one_gpu_with_nprocs_1_runs_the_baseline_alone(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -124,6 +125,7 @@ def gloo_run():
         os.environ.pop("NCCL_NVLS_ENABLE") if old is None else os.environ.update(NCCL_NVLS_ENABLE=old)
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_gloo_sweep_gives_algbw_and_busbw_per_size(gloo_run):
     measurements, _, attempts = gloo_run
     assert attempts[0]["task"] == "allreduce" and attempts[0]["state"] == "completed"
@@ -138,6 +140,7 @@ def test_gloo_sweep_gives_algbw_and_busbw_per_size(gloo_run):
         assert "cpu_gloo" in bus["flags"]
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_gloo_ddp_scaling_efficiency(gloo_run):
     _, finetunes, attempts = gloo_run
     one, two = sorted(finetunes, key=lambda f: f["n_gpus"])
@@ -154,12 +157,14 @@ def test_gloo_ddp_scaling_efficiency(gloo_run):
     assert [a["state"] for a in attempts[1:]] == ["completed", "completed"]
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_gloo_run_is_a_valid_bundle(gloo_run):
     bundle = as_bundle(*gloo_run, extra=interconnect.fingerprint())
     assert {f.n_gpus for f in bundle.finetune} == {1, 2}
     assert any(m.metric == "busbw_gbps" for m in bundle.measurements)
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_crashing_rank_is_a_failed_attempt_not_a_hang():
     cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:crash")
     t = time.monotonic()
@@ -172,6 +177,7 @@ def test_crashing_rank_is_a_failed_attempt_not_a_hang():
     as_bundle(m, f, a)
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_hung_rank_hits_the_collective_timeout_and_is_killed(monkeypatch):
     cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:hang", collective_timeout_s=2.0,
                               grace_s=1.0)
@@ -185,6 +191,7 @@ def test_hung_rank_hits_the_collective_timeout_and_is_killed(monkeypatch):
     assert_reaped(pids)
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_launch_deadline_kills_every_rank():
     cfg = dataclasses.replace(ALLREDUCE_ONLY, inject_failure="1:hang", collective_timeout_s=120.0)
     t = time.monotonic()
@@ -195,6 +202,7 @@ def test_launch_deadline_kills_every_rank():
     assert_reaped(out["pids"])
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_an_interrupted_launch_leaves_no_rank_behind(monkeypatch):
     from tasks.probe.distributed import launch as dl
 
@@ -280,6 +288,7 @@ def test_worker_classifies_rank_failures(exc, kind):
     assert classify(exc) == kind
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_a_rank_killed_without_report_is_classified_from_its_log():
     """NCCL's watchdog aborts a rank on a collective timeout: no report, only its log says why."""
     from tasks.probe.distributed.launch import classify_text
@@ -289,6 +298,7 @@ def test_a_rank_killed_without_report_is_classified_from_its_log():
     assert classify_text("Fatal Python error: Segmentation fault") == "crash"
 
 
+@pytest.mark.slow  # launches gloo rank processes
 def test_fsdp2_shards_the_tiny_preset_on_gloo():
     cfg = dataclasses.replace(CPU_CI, strategy="fsdp2", baseline=False, allreduce=False,
                               finetune_timed_steps=2)

@@ -48,6 +48,7 @@ def test_tiny_finishes_within_60s_with_falling_loss_and_valid_records():
     assert [a["state"] for a in atts] == ["completed"] and atts[0]["task"] == "finetune:tiny"
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_steady_rule_fills_windows_and_flags_unstable_when_never_settled():
     rule = {"window_s": 0.001, "min_windows": 3, "max_s": 0.3, "tolerance": 1e-9}  # unreachable tolerance
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
@@ -66,6 +67,7 @@ def test_tokens_per_s_comes_from_the_steady_part_of_the_window():
     assert steady_steps([0.5, 1.0], []) == [0.5, 1.0]  # fixed steps: every step counts
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_injected_oom_drops_candidates_in_their_trials_and_halves_only_when_none_fit():
     """Out of memory in a trial drops that configuration, it is not a failed attempt (issue 35); only
     when every candidate is out of memory are they tried at half the micro-batch, down to 1."""
@@ -82,6 +84,7 @@ def test_injected_oom_drops_candidates_in_their_trials_and_halves_only_when_none
     assert tried[(1, True)]["outcome"] == "dropped" and "dominated" in tried[(1, True)]["reason"]
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_nothing_fits_is_not_applicable_not_a_failure():
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=60,
                               options={**FAST, "inject_oom_above": 0, "activation_checkpointing": True})
@@ -135,6 +138,7 @@ class _FakeSampler:
         return _FakeWindow()
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_energy_per_token_from_the_window():
     s = _FakeSampler()
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=s, budget_s=60, options={**FAST, "steps": 4})
@@ -193,6 +197,7 @@ def test_build_preset_meta_counts_match_the_tinyllama_shape():
     assert cfg.num_hidden_layers == 22 and cfg.hidden_size == 2048 and meta["params_lora"] == 0
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_local_checkpoint_and_tokenizer_dirs(tmp_path):
     """--model PATH fine-tunes a saved local checkpoint with its own tokenizer; no hub access."""
     from tokenizers import Tokenizer, models, pre_tokenizers

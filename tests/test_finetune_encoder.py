@@ -83,6 +83,7 @@ def test_bert_large_memory_estimate_fits_an_h200_at_batch_32_without_checkpointi
     assert fpresets.estimate_bytes(p, 32, precision="bf16", checkpointing=True) < need
 
 
+@pytest.mark.slow  # trains a tiny BERT
 def test_tiny_bert_trains_as_a_masked_lm_on_cpu(monkeypatch):
     monkeypatch.setitem(fpresets.PRESETS, "bert-test", TINY_BERT)
     fts, atts = run_finetunes(["bert-test"], device="cpu", sampler=None, budget_s=60,

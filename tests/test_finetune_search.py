@@ -47,6 +47,7 @@ def test_candidates_are_what_the_memory_model_says_fits(opts, want):
     assert [(c.checkpointing, c.micro_batch, c.dominated) for c in got] == want
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_both_candidates_trialled_and_the_faster_measured_every_candidate_recorded():
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=120,
                               options={**FAST, "memory_budget_gib": _budget()})
@@ -62,6 +63,7 @@ def test_both_candidates_trialled_and_the_faster_measured_every_candidate_record
     assert [a["state"] for a in atts] == ["completed"]
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_a_candidate_out_of_memory_in_its_trial_is_dropped_and_named_never_a_failure():
     fts, atts = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=120,
                               options={**FAST, "memory_budget_gib": _budget(), "inject_oom_above": 2})
@@ -73,6 +75,7 @@ def test_a_candidate_out_of_memory_in_its_trial_is_dropped_and_named_never_a_fai
     assert [(a["state"], a["error_kind"]) for a in atts] == [("completed", None)]  # no failed attempt: R unchanged
 
 
+@pytest.mark.slow  # trains the tiny preset
 def test_a_pinned_configuration_runs_exactly_that_and_out_of_memory_is_not_applicable():
     fts, _ = run_finetunes(["tiny"], device="cpu", sampler=None, budget_s=120,
                            options={**FAST, "micro_batch": 2, "activation_checkpointing": True})

@@ -4,7 +4,9 @@
 
 No PREFECT_API_URL in the commands' environment, a fresh PREFECT_HOME and a free port per test, so the
 first command starts the server and the rest reuse it, as on a new machine:
-1. ten `costgap ingest` started at once: exactly one server process, all ten land;
+1. six `costgap ingest` started at once: exactly one server process, all six land (issue 23 asked for ten;
+   issue 44 sized it to six: the property is that commands racing to start the machine's server start one,
+   and six commands forked within milliseconds of each other race as ten do, each waiting on the one start);
 2. the server SIGKILLed between two commands: the next command says so in one line, starts a new one
    and lands; nothing landed before is lost; a stale record (dead pid) is replaced the same way;
 3. `costgap server status|stop` report and stop it;
@@ -33,6 +35,7 @@ from tests.pool_harness import free_port, kill_recorded, kill_tree
 pytestmark = pytest.mark.slow
 COSTGAP = [sys.executable, "-m", "cli.main"]
 STARTED = "starting Prefect's local server"
+AT_ONCE = 6  # commands started at once on a machine with no server (issue 23: ten; issue 44: six, docstring 1.)
 
 
 @pytest.fixture
@@ -87,22 +90,22 @@ def _warm_beside_this_test(env: dict) -> int:
     return _warm_ready(home)
 
 
-def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(machine, tmp_path):
+def test_six_commands_at_once_start_one_server_then_a_killed_one_is_replaced(machine, tmp_path):
     from runtime import warm
 
     wh = tmp_path / "wh.duckdb"
-    bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(12)]
+    bundles = [write_bundle(tmp_path / "in", bundle_doc(seq=i)) for i in range(AT_ONCE + 2)]
     warm_pid = _warm_beside_this_test(machine)
     procs = [subprocess.Popen([*ENTRY, "ingest", str(b), "--warehouse", str(wh)], cwd=REPO, env=machine,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for b in bundles[:10]]
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for b in bundles[:AT_ONCE]]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
     for code, out, err in outs:
         assert code == 0, f"{out}\n{err[-3000:]}"
         assert "landed 1," in out
-    assert sum(STARTED in err for _, _, err in outs) == 1  # one command started it; nine reused it
+    assert sum(STARTED in err for _, _, err in outs) == 1  # one command started it; the others reused it
     servers = _servers(machine["COSTGAP_SERVER_PORT"])
     assert len(servers) == 1, [s.cmdline() for s in servers]
-    assert _landed(wh) == 10
+    assert _landed(wh) == AT_ONCE
 
     status = json.loads(_costgap(machine, "server", "status", "--json").stdout)
     assert status["state"] == "running" and status["pid"] == servers[0].pid
@@ -110,18 +113,18 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
 
     # 2. SIGKILL between two commands: noticed, replaced in one line, the command lands, nothing lost
     os.kill(servers[0].pid, signal.SIGKILL)
-    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=ENTRY)
+    r = _costgap(machine, "ingest", str(bundles[AT_ONCE]), "--warehouse", str(wh), entry=ENTRY)
     gone = [ln for ln in r.stderr.splitlines() if "is gone; starting a new one" in ln]
     assert len(gone) == 1 and str(servers[0].pid) in gone[0], r.stderr
-    assert _landed(wh) == 11
+    assert _landed(wh) == AT_ONCE + 1
     (new,) = _servers(machine["COSTGAP_SERVER_PORT"])
     assert new.pid != servers[0].pid
 
     # a later command reuses it without a word about starting
-    r = _costgap(machine, "ingest", str(bundles[10]), "--warehouse", str(wh), entry=ENTRY)
+    r = _costgap(machine, "ingest", str(bundles[AT_ONCE]), "--warehouse", str(wh), entry=ENTRY)
     assert STARTED not in r.stderr and "duplicates 1" in r.stdout
-    # all twelve were forked from the one warm process (its log has a line per command served)
-    assert (Path(machine["PREFECT_HOME"]) / warm.LOG).read_text().count(": pid ") == 12
+    # all of them were forked from the one warm process (its log has a line per command served)
+    assert (Path(machine["PREFECT_HOME"]) / warm.LOG).read_text().count(": pid ") == AT_ONCE + 2
     assert warm.read(Path(machine["PREFECT_HOME"]))["pid"] == warm_pid
 
     # 3. stop; status then says not running (exit 1); a stale record with a dead pid is replaced
@@ -134,9 +137,9 @@ def test_ten_commands_at_once_start_one_server_then_a_killed_one_is_replaced(mac
     record.write_text(json.dumps({"pid": dead.pid, "started": None, "port": int(machine["COSTGAP_SERVER_PORT"]),
                                   "database": "sqlite", "since": "2026-12-01T00:00:00+00:00",
                                   "home": machine["PREFECT_HOME"]}))
-    r = _costgap(machine, "ingest", str(bundles[11]), "--warehouse", str(wh))
+    r = _costgap(machine, "ingest", str(bundles[AT_ONCE + 1]), "--warehouse", str(wh))
     assert f"(pid {dead.pid}, port {machine['COSTGAP_SERVER_PORT']}) is gone" in r.stderr
-    assert _landed(wh) == 12
+    assert _landed(wh) == AT_ONCE + 2
 
 
 def test_a_bad_mode_or_port_is_refused_with_exit_2(machine, tmp_path):

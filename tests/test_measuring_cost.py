@@ -112,6 +112,7 @@ def test_parse_budget_refuses_what_is_not_an_amount(bad):
         measuring.parse_budget(bad)
 
 
+@pytest.mark.slow  # a whole compare flow, landing and report
 def test_compare_skips_the_run_a_budget_would_exceed_and_tells_it(prefect_harness, tmp_path):
     """End to end on the shared Prefect server: a target that ran twice this month (0.8333 USD at 2.00 USD/h)
     under a 1.20 budget is not dispatched a third time: the flow completes, and the skip is a dispatches

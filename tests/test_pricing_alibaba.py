@@ -12,6 +12,7 @@ raises them (alibabacloud_tea_openapi.exceptions.ClientException / ThrottlingExc
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -32,10 +33,11 @@ HOUR_KEY = ("cn-hangzhou DescribePrice InstanceType=ecs.gn7i-c8g1.2xlarge Period
 FAST = AlibabaConfig(backoff_s=0.5)
 
 
-def _source(directory=RECORDED, targets=(GN7I,), when=WHEN, credentials=None, sleeps=None):
+def _source(directory=RECORDED, targets=(GN7I,), when=WHEN, credentials=None, sleeps=None, jitter=lambda: 1.0):
+    """jitter 1.0: each wait at the top of its jitter range, backoff_s * 2**n (tasks/pricing/retry.py)."""
     sleeps = [] if sleeps is None else sleeps
     return AlibabaEcsPrices(ReplayEcs(str(directory), credentials), list(targets), FAST, credentials, when,
-                            sleep=sleeps.append)
+                            sleep=sleeps.append, jitter=jitter)
 
 
 def _copy(tmp_path) -> Path:
@@ -106,6 +108,44 @@ def test_throttling_is_retried_with_backoff_then_lands(tmp_path):
     sleeps: list[float] = []
     rows = _source(d, sleeps=sleeps).fetch()
     assert len(rows) == 4 and sleeps == [0.5, 1.0]  # backoff_s * 2**n
+
+
+def test_the_backoff_is_jittered_between_half_and_all_of_each_step(tmp_path):
+    d = _copy(tmp_path)
+    _answer(d, HOUR_KEY, ["errors/throttling.json"] * 3 + ["gn7i-hour.json"])
+    low, high, real = [], [], []
+    for sleeps, jitter in ((low, lambda: 0.0), (high, lambda: 0.999)):
+        _source(d, sleeps=sleeps, jitter=jitter).fetch()
+    _source(d, sleeps=real, jitter=random.Random(44).random).fetch()
+    assert low == [0.25, 0.5, 1.0] and high == pytest.approx([0.5, 1.0, 2.0], abs=0.01)
+    assert all(lo <= w <= hi for lo, w, hi in zip(low, real, high)) and len(set(real)) == 3
+
+
+def _throttled_with_retry_after(d: Path, ms: str) -> None:
+    doc = json.loads((d / "errors" / "throttling.json").read_text())
+    doc["headers"]["x-acs-retry-after"] = ms  # what the SDK reads into ThrottlingException.retry_after
+    (d / "errors" / "retry-after.json").write_text(json.dumps(doc))
+    _answer(d, HOUR_KEY, ["errors/retry-after.json", "gn7i-hour.json"])
+
+
+def test_alibabas_retry_after_is_waited_for(tmp_path):
+    d = _copy(tmp_path)
+    _throttled_with_retry_after(d, "7000")  # milliseconds
+    sleeps: list[float] = []
+    assert len(_source(d, sleeps=sleeps, jitter=lambda: 0.0).fetch()) == 4
+    assert sleeps == [7.0]  # the server's 7 s, not the backoff's 0.25-0.5 s
+    sleeps.clear()
+    _source(d, sleeps=sleeps, jitter=lambda: 0.5).fetch()
+    assert sleeps == [7.25]  # plus up to backoff_s of jitter
+
+
+def test_a_retry_after_longer_than_costgap_waits_fails_the_source_now(tmp_path):
+    d = _copy(tmp_path)
+    _throttled_with_retry_after(d, "3600000")  # an hour
+    sleeps: list[float] = []
+    with pytest.raises(cloud.SourceFailed) as got:
+        _source(d, sleeps=sleeps).fetch()
+    assert sleeps == [] and "asked to retry after 3,600 s, longer than costgap waits: 120 s" in str(got.value)
 
 
 def test_throttling_that_persists_stops_the_source(tmp_path):

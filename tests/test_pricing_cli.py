@@ -90,7 +90,7 @@ def test_fx_download_failure_is_exit_1(tmp_path, monkeypatch):
     def down(self, url):
         raise http.FetchError(f"{url}: request failed: [Errno -2] Name or service not known")
 
-    monkeypatch.setattr(http.UrllibClient, "get_bytes", down)
+    monkeypatch.setattr(http.LiveClient, "get_bytes", down)
     got = CliRunner().invoke(app, ["fx", "refresh", "--source", "ecb", "--warehouse", str(tmp_path / "w.duckdb")])
     assert got.exit_code == 1, got.output
     assert "costgap: error: ecb: https://www.ecb.europa.eu/stats/eurofxref/eurofxref-hist.zip: request failed" \

@@ -38,7 +38,7 @@ SPOT_KEY = HOUR_KEY.replace("POSTPAID_BY_HOUR", "SPOTPAID")
 def _source(directory=RECORDED, targets=(GN10XP,), when=WHEN, cfg=CFG, credentials=None, sleeps=None):
     sleeps = [] if sleeps is None else sleeps
     return TencentCvmPrices(ReplayCvm(str(directory), credentials), list(targets), cfg, credentials, when,
-                            sleep=sleeps.append)
+                            sleep=sleeps.append, jitter=lambda: 1.0)  # each wait backoff_s * 2**n
 
 
 def _copy(tmp_path, answers: dict[str, list[str]] | None = None) -> Path:

@@ -119,6 +119,7 @@ def test_bad_profile_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and "invalid choice: 'weekly'" in proc.stderr
 
 
+@pytest.mark.slow  # the probe in a subprocess
 def test_bad_skip_names_the_field(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tasks.probe", "--skip", "gpu", "--out",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -126,6 +127,7 @@ def test_bad_skip_names_the_field(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # the probe in a subprocess
 def test_presets_flag_runs_the_new_presets_not_applicable_on_cpu(tmp_path):
     """`--presets 8b-qlora,bert-large` on this CPU box: a valid bundle, both not_applicable with
     their reasons; an unknown preset is a usage error before anything runs."""

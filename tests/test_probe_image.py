@@ -17,6 +17,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from deploy import pools
 from deploy.image.requirements import name_of, requirements
 
@@ -97,6 +99,7 @@ def _imported(what: str) -> str:
                                      check=True).stdout)
 
 
+@pytest.mark.slow  # imports the probe in subprocesses
 def test_every_costgap_module_the_probe_imports_is_copied_into_the_image():
     repo = Path.cwd().resolve()
     files = _imported("sorted(getattr(m, '__file__', None) or '' for m in list(sys.modules.values()))")
@@ -107,6 +110,7 @@ def test_every_costgap_module_the_probe_imports_is_copied_into_the_image():
     assert ours and missing == [], f"{DOCKERFILE}: the probe imports these, the image does not copy them"
 
 
+@pytest.mark.slow  # imports the probe in subprocesses
 def test_everything_the_probe_and_its_flow_import_is_installed_by_the_image():
     top = _imported("sorted({m.split('.')[0] for m in list(sys.modules)})")
     assert not {"warehouse", "reports", "duckdb", "great_expectations", "altair", "polars"} & set(top)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tasks.errors import UserError
-from reports.pages.html import esc, script_json, table
+from reports.pages.html import Markup, Sorted, badge, cell, escape, link, script_json, table
 from flows.report import build_site
 from reports.site import PAGE_BUDGET_BYTES
 from tests.report_world import make_world
@@ -44,12 +44,23 @@ def site(world, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("value, expected", [
     (EVIL, "&lt;script&gt;alert(1)&lt;/script&gt;"),
-    ('" onmouseover="x', "&quot; onmouseover=&quot;x"),
-    (None, ""),
+    ('" onmouseover="x', "&#34; onmouseover=&#34;x"),
+    (None, "—"),  # a missing value is MISSING, on every page
     ("a & b", "a &amp; b"),
+    (Markup("<b>kept</b>"), "<b>kept</b>"),  # markup written on purpose passes
+    (Sorted(Markup("<i>x</i>"), sort=1), "<i>x</i>"),
 ])
-def test_esc(value, expected):
-    assert esc(value) == expected
+def test_a_cell_escapes_text_and_keeps_markup(value, expected):
+    assert cell(value) == expected
+
+
+def test_escaping_is_the_default_when_text_meets_markup():
+    assert Markup("<b>{}</b>").format(EVIL) == f"<b>{escape(EVIL)}</b>"
+    assert Markup("<p>") + EVIL == f"<p>{escape(EVIL)}"
+    assert Markup("").join([EVIL, Markup("<br>")]) == f"{escape(EVIL)}<br>"
+    assert str(link(EVIL, EVIL)) == f'<a href="{escape(EVIL)}">{escape(EVIL)}</a>'
+    assert str(badge(EVIL, EVIL)) == f'<span class="badge {escape(EVIL)}">{escape(EVIL)}</span>'
+    assert Markup("<td>{}</td>").format(badge("x")) == '<td><span class="badge ">x</span></td>'  # a cell stays markup
 
 
 def test_script_json_cannot_close_its_script_tag():
@@ -60,7 +71,7 @@ def test_script_json_cannot_close_its_script_tag():
 
 def test_table_escapes_every_cell_and_heading():
     out = table([("a", EVIL)], [{"a": EVIL}], table_id=EVIL)
-    assert EVIL not in out and out.count(esc(EVIL)) == 4  # heading, id, the cell's sort key and its text
+    assert EVIL not in out and out.count(escape(EVIL)) == 4  # heading, id, the cell's sort key and its text
 
 
 def test_every_chart_spec_is_valid_vega_lite(world, tmp_path, monkeypatch):
@@ -108,6 +119,7 @@ def test_every_chart_exported_as_png_and_svg(site: Path):
         assert "<svg" in (site / "charts" / f"{cid}.svg").read_text()
 
 
+@pytest.mark.slow  # a world at scale / every chart exported as PNG and SVG
 def test_unchanged_charts_reuse_their_exports(world, tmp_path: Path):
     import json
 
@@ -122,7 +134,16 @@ def test_unchanged_charts_reuse_their_exports(world, tmp_path: Path):
 def test_evil_target_is_escaped_everywhere(site: Path):
     for path in site.glob("*.html"):
         assert EVIL not in path.read_text(encoding="utf-8"), path.name
-    assert esc(EVIL) in (site / "index.html").read_text(encoding="utf-8")
+    assert escape(EVIL) in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_no_markup_of_the_report_is_escaped_as_text(site: Path):
+    """The other way to get escaping wrong: the report's own tags shown as text, or text escaped twice. The
+    world's only tag-like text is the evil target's name."""
+    for path in site.glob("*.html"):
+        text = path.read_text(encoding="utf-8").replace(str(escape(EVIL)), "")
+        tag = re.search(r"&lt;/?[a-z][a-z0-9]*(\s|&gt;|/)|&amp;(lt|gt|amp|#)", text)
+        assert tag is None, (path.name, text[max(0, tag.start() - 200):tag.end() + 200])
 
 
 def test_pages_show_measured_content(site: Path):
@@ -136,6 +157,7 @@ def test_pages_show_measured_content(site: Path):
     assert "What changed in its environment" in t and "newest" in t and "Cost and price history" in t
 
 
+@pytest.mark.slow  # a world at scale / every chart exported as PNG and SVG
 def test_page_weight_bounded_at_scale(tmp_path: Path):
     wh = make_world(str(tmp_path / "big.duckdb"), runs=6000, telemetry=60000, targets=12, weeks=52)
     out = Path(build_site(wh, str(tmp_path / "site"), images=False)).parent
@@ -196,7 +218,7 @@ def test_escaping_holds_for_any_text():
     @settings(max_examples=300, deadline=None)
     @given(st.text())
     def check(s):
-        assert "<" not in esc(s) and ">" not in esc(s) and '"' not in esc(s)
+        assert "<" not in escape(s) and ">" not in escape(s) and '"' not in escape(s)
         blob = script_json({"k": s})
         assert not any(c in blob for c in "<>&") and json.loads(blob) == {"k": s}  # same data, inert markup
 

@@ -16,6 +16,8 @@ from cli.main import app
 from tasks.demo import DemoConfig
 from tests.factories import bundle_doc, write_bundle
 
+pytestmark = pytest.mark.slow  # whole `costgap demo` builds
+
 
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory) -> Path:

@@ -16,6 +16,7 @@ import uuid
 from datetime import timedelta
 
 import duckdb
+import pytest
 
 from tests.conftest import COSTGAP, REPO
 from tests.factories import bundle_doc, write_bundle, write_raw
@@ -37,6 +38,7 @@ def _told(prefix: str, since) -> list:
         return list(c.read_events(flt, limit=50).events)
 
 
+@pytest.mark.slow  # a whole `costgap run` in a subprocess
 def test_targets_landed_beside_a_damaged_file_each_say_so_and_tell_it_under_their_own_name(prefect_harness, tmp_path):
     from prefect.types._datetime import now
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tasks.landing.land import land_paths, safe_uri
+from tests import prefect_template
 from tests.conftest import COSTGAP, REPO
 from tests.factories import bundle_doc, write_bundle
 from warehouse.db import connect
@@ -109,6 +110,7 @@ def test_compare_flow_logs_hold_no_secret(tmp_path):
     env = _env()
     env.pop("PREFECT_API_URL", None)
     env.update(PREFECT_LOGGING_LEVEL="INFO", PREFECT_HOME=str(tmp_path / "prefect-home"))
+    prefect_template.seed(tmp_path / "prefect-home" / "prefect.db")  # migrated already: the logs are what is searched
     r = subprocess.run([*COSTGAP, "run", "--targets", "airgap", "--targets-file",
                         str(targets), "--warehouse", str(tmp_path / "wh.duckdb"), "--site", str(tmp_path / "site"),
                         "--results", str(tmp_path / "results")], cwd=REPO, env=env, capture_output=True,

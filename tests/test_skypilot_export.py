@@ -90,6 +90,7 @@ def test_spot_billing_asks_for_spot_and_unreachable_targets_say_why():
         sky.task(by_id["local"], results="s3://b")
 
 
+@pytest.mark.slow  # SkyPilot's loader in .venv-sky's own Python process
 def test_export_writes_a_task_skypilot_loads_for_every_reachable_target(tmp_path):
     """Acceptance: every target SkyPilot can reach gets a task its loader accepts; the others are named."""
     out = tmp_path / "sky"
@@ -113,6 +114,7 @@ def test_export_writes_a_task_skypilot_loads_for_every_reachable_target(tmp_path
     assert all(t.dispatch == "import" and t.inbox == sky.inbox_url("s3://bucket/costgap", t.id) for t in back)
 
 
+@pytest.mark.slow  # SkyPilot's loader in .venv-sky's own Python process
 @pytest.mark.parametrize("target, wrong", [("lambda-gpu-1x-a10", "H100:8"), ("aws-g5-xlarge", "H100:8"),
                                            ("gcp-a3-highgpu-8g", "A100:8")])
 def test_skypilots_loader_refuses_a_task_that_cannot_launch(tmp_path, target, wrong):

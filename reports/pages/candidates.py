@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import altair as alt
 
-from reports.pages.html import Raw, esc
+from reports.pages.html import Markup, Sorted, escape
 from reports.pages.page import Page
 
 NAME = "candidates.html"
@@ -101,7 +101,7 @@ def _fmt(x, spec=".4g") -> str:
 
 def _num(x, spec=".4g"):
     """A number shown as `spec`, sorting as the number (None: the table's missing value)."""
-    return None if x is None else Raw(esc(format(x, spec)), sort=x)
+    return None if x is None else Sorted(escape(format(x, spec)), sort=x)
 
 
 def candidates_page(data) -> Page:
@@ -112,9 +112,9 @@ def candidates_page(data) -> Page:
              "90% interval and labelled 'estimate' in every row; they never enter a measured figure, a gap, an "
              "alert or gap_history.csv. Measured types show their measurement.")
     for line in cand.get("errors", []):
-        p.card(f"<p><b>Not estimated.</b> {esc(line)}</p>")
+        p.card(Markup("<p><b>Not estimated.</b> {}</p>").format(line))
     if not cand["presets"]:
-        p.card("<p>No estimate: no measured fine-tune on a GPU with a datasheet entry to calibrate on.</p>")
+        p.card(Markup("<p>No estimate: no measured fine-tune on a GPU with a datasheet entry to calibrate on.</p>"))
     for preset, rows in cand["presets"].items():
         p.h2(f"{preset}: measured and estimated")
         cols = [("status", "Measured or estimate"), ("instance_type", "Instance type"), ("gpu", "GPU"),
@@ -122,7 +122,7 @@ def candidates_page(data) -> Page:
                 ("why", "How (fit, precision) or why not")]
         shown = [{"status": r["status"], "instance_type": r["instance_type"], "gpu": f"{r['gpu_count']}x {r['gpu_key'] or r['gpu']}",
                   "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "cost": _num(r["cost_per_mtok"]),
-                  "interval": (Raw(esc(f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}"), sort=r["cost_lo"])
+                  "interval": (Sorted(escape(f"{_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}"), sort=r["cost_lo"])
                                if r["cost_lo"] is not None else None),
                   "why": r["reason"] or ((f"{r['fit']}, {r['precision']}" + (
                       f"; x{r['gpu_count']} at scaling {r['scaling']:.2f} ({r['scaling_lo']:.2f}..{r['scaling_hi']:.2f}), "
@@ -138,15 +138,16 @@ def candidates_page(data) -> Page:
                                  rows=[{k: r[k] for k in ("instance_type", "gpu_key", "status", "cost_per_mtok",
                                                           "cost_lo", "cost_hi", "currency")}
                                        for r in rows if r["cost_per_mtok"] is not None]))
-        p.card("".join(parts))
+        p.card(Markup("").join(parts))
     _pair_section(p, cand.get("pair"))
     p.h2("Measure next")
     nxt = cand["next"]
-    p.card("<p>Estimated types whose 90% interval reaches the cheapest measured cost: measuring them could change "
-           "the answer.</p>" + ("<ul>" + "".join(
-               f"<li>{esc(r['preset'])}: {esc(r['instance_type'])} ({esc(r['gpu_key'])}), estimate "
-               f"{_fmt(r['cost_per_mtok'])} {esc(r['currency'])}/1M tokens, 90% {_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])}</li>"
-               for r in nxt) + "</ul>" if nxt else "<p>None: no estimate could beat the cheapest measured type.</p>"))
+    p.card(Markup("<p>Estimated types whose 90% interval reaches the cheapest measured cost: measuring them could change "
+                  "the answer.</p>") + (Markup("<ul>{}</ul>").format(Markup("").join(
+               Markup("<li>{}: {} ({}), estimate {} {}/1M tokens, 90% {}..{}</li>").format(
+                   r["preset"], r["instance_type"], r["gpu_key"], _fmt(r["cost_per_mtok"]), r["currency"],
+                   _fmt(r["cost_lo"]), _fmt(r["cost_hi"]))
+               for r in nxt)) if nxt else Markup("<p>None: no estimate could beat the cheapest measured type.</p>")))
     p.h2("Track record: estimates against measurements")
     loo, held = cand["loo"] or {"rows": []}, cand["held_out"] or {"rows": []}
     points = [{"label": f"{r['preset']} on {r['gpu']}", "kind": "leave-one-preset-out",
@@ -180,12 +181,13 @@ def candidates_page(data) -> Page:
     if scored:
         parts.append(p.table("estimate_scores", cols, scored, numeric=("estimate", "measured", "error")))
     if loo.get("median_abs_error") is not None:
-        parts.append(f"<p>Leave-one-out median |error| {loo['median_abs_error']:.1%}, {loo['inside']}/{loo['runs']} "
-                     f"measured runs inside their 90% interval; held-out published figures: median error "
-                     f"{_fmt(held.get('median_error'), '+.1%')} (tuned stacks against plain PyTorch presets).</p>")
+        parts.append(Markup("<p>Leave-one-out median |error| {:.1%}, {}/{} measured runs inside their 90% interval; "
+                            "held-out published figures: median error {} (tuned stacks against plain PyTorch "
+                            "presets).</p>").format(loo["median_abs_error"], loo["inside"], loo["runs"],
+                                                    _fmt(held.get("median_error"), "+.1%")))
     recorded = cand["track"]
-    parts.append(f"<p>{len(recorded)} estimate(s) recorded in the warehouse, "
-                 f"{sum(1 for r in recorded if r.get('measured_at'))} since measured.</p>")
+    parts.append(Markup("<p>{} estimate(s) recorded in the warehouse, {} since measured.</p>").format(
+        len(recorded), sum(1 for r in recorded if r.get("measured_at"))))
     if recorded:
         parts.append(p.table("estimate_track", [("preset", "Preset"), ("target", "Target"), ("estimated_at", "Estimated"),
                                                 ("tokens_per_s", "Estimate tokens/s"), ("interval", "90% interval"),
@@ -194,12 +196,12 @@ def candidates_page(data) -> Page:
                              [{**r, "estimated_at": r["estimated_at"].isoformat(timespec="minutes"),
                                "measured_at": r["measured_at"].isoformat(timespec="minutes") if r.get("measured_at") else None,
                                "tokens_per_s": _num(r["tokens_per_s"], ",.0f"), "error": _num(r.get("error"), "+.1%"),
-                               "interval": Raw(esc(f"{r['tokens_per_s_lo']:,.0f}..{r['tokens_per_s_hi']:,.0f}"),
-                                               sort=r["tokens_per_s_lo"]),
+                               "interval": Sorted(escape(f"{r['tokens_per_s_lo']:,.0f}..{r['tokens_per_s_hi']:,.0f}"),
+                                                  sort=r["tokens_per_s_lo"]),
                                "inside": None if r.get("inside") is None else ("yes" if r["inside"] else "no"),
                                "measured_tokens_per_s": _num(r.get("measured_tokens_per_s"), ",.0f")} for r in recorded],
                              numeric=("tokens_per_s", "interval", "measured_tokens_per_s", "error")))
-    p.card("".join(parts))
+    p.card(Markup("").join(parts))
     return p
 
 
@@ -217,7 +219,7 @@ def _pair_section(p: Page, res: dict | None) -> None:
     """The seed's question past one card: two multi-GPU types, PREDICTED from their interconnect."""
     p.h2("Past one card: PREDICTED from the interconnect")
     if not res or res.get("error"):
-        p.card(f"<p>No prediction: {esc((res or {}).get('error', 'not computed'))}</p>")
+        p.card(Markup("<p>No prediction: {}</p>").format((res or {}).get("error", "not computed")))
         return
     cur = res["currency"]
     rows = [("A", res["a"]), ("B", res["b"])] + ([("B without peer-to-peer", res["b_host"])] if "b_host" in res else [])
@@ -229,10 +231,12 @@ def _pair_section(p: Page, res: dict | None) -> None:
         bound = r.get("tcp_line_rate_bound") or {}
         shown.append({"what": f"{tag}: {r['machine']}", "gpus": r["gpus"],
                       "how": f"{r['fabric']}, {r.get('strategy') or ''}".strip(", "),
-                      "eff": (Raw(esc(f"{r['efficiency']:.2f} ({r['eff_lo']:.2f}..{r['eff_hi']:.2f})"), sort=r["efficiency"])
+                      "eff": (Sorted(Markup("{}").format(f"{r['efficiency']:.2f} ({r['eff_lo']:.2f}..{r['eff_hi']:.2f})"),
+                                     sort=r["efficiency"])
                               if r.get("efficiency") is not None else None),
                       "comm": _num(r.get("comm_share"), ".1%"),
-                      "cost": (Raw(esc(f"{_fmt(r['cost'])} ({_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])})"), sort=r["cost"])
+                      "cost": (Sorted(Markup("{}").format(f"{_fmt(r['cost'])} ({_fmt(r['cost_lo'])}..{_fmt(r['cost_hi'])})"),
+                                      sort=r["cost"])
                                if r.get("cost") is not None else None),
                       "why": (r.get("label") or r.get("reason") or "")
                       + (f"; at most {bound['efficiency']:.2f} even at TCP's full line rate"
@@ -241,11 +245,12 @@ def _pair_section(p: Page, res: dict | None) -> None:
     changes = "; ".join(f"{'A' if x == 'a' else 'B' if x == 'b' else 'neither'} cheaper up to {s0 / 1e9:,.1f}B, then "
                         f"{'A' if y == 'a' else 'B' if y == 'b' else 'neither fits'} from {s1 / 1e9:,.1f}B"
                         for s0, s1, x, y in res["flip"]["changes"]) or "no change of the cheaper machine"
-    p.card(f"<p>The seed's question, as a PREDICTION (not a measurement): a {res['size'] / 1e9:,.0f}B {esc(res['mode'])} "
+    p.card(Markup("<p>{}</p>").format(
+           f"The seed's question, as a PREDICTION (not a measurement): a {res['size'] / 1e9:,.0f}B {res['mode']} "
            "fine-tune on two multi-GPU types, each GPU's tokens/s from the calibrated estimator, the scaling efficiency "
            "predicted from the interconnect (a collective model fitted on public nccl-tests rows, a step model fitted on "
-           "public scaling rows; costgap scaling). Where the ranking changes with model size: "
-           f"{esc(changes)}.</p>" + p.table("scaling_pair", cols, shown, numeric=("gpus", "eff", "comm", "cost"),
+           f"public scaling rows; costgap scaling). Where the ranking changes with model size: {changes}.")
+           + p.table("scaling_pair", cols, shown, numeric=("gpus", "eff", "comm", "cost"),
                                             csv=[{k: v for k, v in r.items() if k != "notes"} for _, r in rows])
            + p.chart("scaling-pair", lambda: _pair_chart(res["flip"], names, res["mode"]),
                      "PREDICTED cost per 1M tokens against model size: where the lines cross, the cheaper type changes.",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Section
-from reports.pages.html import Raw, badge, esc, p_text
-from reports.pages.page import Page, _section, _target_link
+from reports.pages.html import Markup, Sorted, badge, escape, p_text
+from reports.pages.page import Page, _section, _target_link, row
 
 METRIC_NAMES = {  # probe metric ids -> what a person reads
     "bf16_burst_tflops": "bf16 GEMM, burst (TFLOP/s)", "bf16_sustained_tflops": "bf16 GEMM, sustained at best shape",
@@ -45,7 +45,7 @@ def hardware(data: ReportData) -> Page:
         ("family", "Family"), ("target", "Target"), ("metric_label", "Figure"), ("value", "Value"), ("unit", "Unit"),
         ("peak", "Peak"), ("efficiency", "Achieved ÷ peak"), ("n", "Runs"), ("throttled_runs", "Ran throttled")],
         [dict(r, target=_target_link(r["target"]),
-              efficiency=Raw(esc(f"{r['efficiency']:.1%}"), sort=r["efficiency"]) if r.get("efficiency") is not None else None,
+              efficiency=Sorted(escape(f"{r['efficiency']:.1%}"), sort=r["efficiency"]) if r.get("efficiency") is not None else None,
               throttled_runs=badge(str(r["throttled_runs"]), "warn") if r.get("throttled_runs") else 0)
          for r in eff if r["family"] != "Feed"], numeric=("value", "peak", "efficiency", "n", "throttled_runs")),
         "measurements"))
@@ -58,11 +58,11 @@ def hardware(data: ReportData) -> Page:
     p.h2("Measurements that ran throttled")
     th = data.throttled
 
-    def throttled() -> str:
+    def throttled() -> Markup:
         rows = [dict(r, target=_target_link(r["target"]), metric=metric_name(r["metric"]),
                      reasons=badge(", ".join(r.get("throttle_reasons") or []) or "flagged", "warn")) for r in th.rows]
-        return (f"<p>{esc(th.rows[0]['total'])} measurement(s) ran under a clock-event reason (power cap, thermal, "
-                f"HW slowdown) or were flagged; newest {len(rows)} shown.</p>" + p.table("throttled", [
+        return (Markup("<p>{} measurement(s) ran under a clock-event reason (power cap, thermal, HW slowdown) or were "
+                       "flagged; newest {} shown.</p>").format(th.rows[0]["total"], len(rows)) + p.table("throttled", [
                     ("started_at", "Run"), ("target", "Target"), ("metric", "Figure"), ("value", "Value"),
                     ("reasons", "Reasons"), ("sm_clock_mhz_median", "SM clock median (MHz)"),
                     ("power_w_median", "Power median (W)")], rows,
@@ -85,14 +85,14 @@ def reliability(data: ReportData) -> Page:
              "p = k/n with a 90% interval from its Beta posterior (the one the cost interval uses).")
     p.h2("p in the cost window, and what reruns add")
 
-    def now() -> str:
+    def now() -> Markup:
         rows = []
         for r in data.cost.rows:
             adds = r["cost_per_mtok"] * (1 - 1 / r["R"]) if r.get("cost_per_mtok") is not None and r.get("R") else None
-            interval = (Raw(esc(f"90% {r['p_lo']:.1%} to {r['p_hi']:.1%}"), sort=r["p_lo"])
+            interval = (Sorted(escape(f"90% {r['p_lo']:.1%} to {r['p_hi']:.1%}"), sort=r["p_lo"])
                         if r.get("p_lo") is not None else None)
             rows.append({"target": _target_link(r["target"]), "preset": r["preset"],
-                         "p": Raw(esc(p_text(r["failed_attempts"], r["attempts"])), sort=r["p"]),
+                         "p": Sorted(escape(p_text(r["failed_attempts"], r["attempts"])), sort=r["p"]),
                          "ci": interval, "R": r["R"], "adds": adds, "cost": r["cost_per_mtok"]})
         return p.table("reliability-window", [
             ("target", "Target"), ("preset", "Preset"), ("p", "p (failed / attempts)"), ("ci", "p, 90% interval"),
@@ -104,12 +104,12 @@ def reliability(data: ReportData) -> Page:
     p.card(_section(data.cost, now, "fine-tune runs in the window"))
     p.h2("p per week, per preset")
     hist = [r for r in data.history.rows if r["attempts"]]
-    p.card(_section(Section(rows=hist), lambda: '<div class="row">' + "".join(
-        "<div>" + p.chart(f"rel-p-{i}", lambda s=s: charts_gap.rerun_rate_lines(
+    p.card(_section(Section(rows=hist), lambda: row(
+        p.chart(f"rel-p-{i}", lambda s=s: charts_gap.rerun_rate_lines(
             [r for r in hist if r["preset"] == s], s, data.colors), f"{s}: k/n per week; bars: 90% interval.",
             rows=[{k: r[k] for k in ("period_start", "period_end", "target", "preset", "p", "failed_attempts",
-                                     "attempts", "p_lo", "p_hi", "R")} for r in hist if r["preset"] == s]) + "</div>"
-        for i, s in enumerate(sorted({r["preset"] for r in hist}))) + "</div>", "fine-tune attempts"))
+                                     "attempts", "p_lo", "p_hi", "R")} for r in hist if r["preset"] == s])
+        for i, s in enumerate(sorted({r["preset"] for r in hist}))), "fine-tune attempts"))
     p.h2("Failure kinds, as a share of each target's attempts (cost window)")
     fk = data.failure_kinds
     p.card(_section(fk, lambda: p.chart("rel-kinds", lambda: charts.failure_kind_bars(fk.rows, data.colors),
@@ -118,7 +118,7 @@ def reliability(data: ReportData) -> Page:
         "failure-kinds", [("target", "Target"), ("error_kind", "Kind"), ("rate", "Share of attempts"),
                           ("failures", "Failed"), ("attempts", "Attempts"), ("task", "Most often in"),
                           ("example", "Example message")],
-        [dict(r, target=_target_link(r["target"]), rate=Raw(f"{r['rate']:.1%}", sort=r["rate"])) for r in fk.rows],
+        [dict(r, target=_target_link(r["target"]), rate=Sorted(escape(f"{r['rate']:.1%}"), sort=r["rate"])) for r in fk.rows],
         numeric=("rate", "failures", "attempts")), "failed fine-tune attempts in the window",
         none="No fine-tune attempt failed in the cost window."))
     return p
@@ -142,16 +142,16 @@ def quality(data: ReportData) -> Page:
     p.h2("Rejected and quarantined bundles")
     q = data.quarantine
 
-    def refused() -> str:
+    def refused() -> Markup:
         kinds = {k: sum(1 for r in q.rows if r["kind"] == k) for k in ("rejected", "quarantined")}
-        head = (f"<p>{esc(q.rows[0]['total'])} file(s) refused in all: newest {len(q.rows)} shown, of which "
-                f"{kinds['rejected']} rejected (not a valid bundle) and {kinds['quarantined']} quarantined "
-                "(a valid bundle that failed validation).</p>")
+        head = Markup("<p>{} file(s) refused in all: newest {} shown, of which {} rejected (not a valid bundle) and "
+                      "{} quarantined (a valid bundle that failed validation).</p>").format(
+            q.rows[0]["total"], len(q.rows), kinds["rejected"], kinds["quarantined"])
         return head + p.table("refused", [
             ("quarantined_at", "When"), ("kind", "Outcome"), ("target", "Target"), ("bundle_id", "Bundle"),
             ("reason", "Reason"), ("field", "Field"), ("source_uri", "File")],
             [dict(r, kind=badge(r["kind"], "bad" if r["kind"] == "rejected" else "warn"),
-                  bundle_id=Raw(f'<span class="mono">{esc(str(r["bundle_id"])[:12])}…</span>', sort=r["bundle_id"]))
+                  bundle_id=Sorted(Markup('<span class="mono">{}…</span>').format(str(r["bundle_id"])[:12]), sort=r["bundle_id"]))
              for r in q.rows])
     p.card(_section(q, refused, "refused bundles", none="Nothing refused: every file received so far landed."))
     return p

@@ -1,7 +1,9 @@
-"""HTML building blocks. Every value that reaches a page goes through `esc` or `cell`: target names,
-GPU names and price sources are free text, so `<script>alert(1)</script>` must arrive as text.
+"""HTML building blocks, on MarkupSafe: markup is a `Markup`, and everything else is text, escaped
+wherever it meets markup (`Markup("<b>{}</b>").format(x)`, `Markup + x`, `Markup("").join(xs)`). Target
+names, GPU names and price sources are free text, so `<script>alert(1)</script>` arrives as text unless
+someone wrote `Markup(...)` around it on purpose.
 
-    python -c "from reports.pages.html import esc, sig; print(esc('<script>alert(1)</script>'), sig(0.0152384))"
+    python -c "from reports.pages.html import escape, sig; print(escape('<script>alert(1)</script>'), sig(0.0152384))"
 
 Numbers are shown to SIG significant figures (3-4: enough to compare, not false precision); the
 full-precision value stays in the cell's data-v attribute (what the table sorts on) and in the
@@ -10,19 +12,17 @@ table's CSV. A missing value is always MISSING, on every page.
 
 from __future__ import annotations
 
-import html
 import json
 import math
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Iterable, Sequence
 
+from markupsafe import Markup, escape
+
 MISSING = "—"  # the one rendering of a missing value
 SIG = 4  # significant figures shown
-
-
-def esc(value: Any) -> str:
-    """Escape any value for HTML text or a double-quoted attribute."""
-    return html.escape("" if value is None else str(value), quote=True)
+__all__ = ["Markup", "escape"]  # re-exported: the pages build their markup from these two
 
 
 def script_json(obj: Any) -> str:
@@ -71,23 +71,23 @@ def interval_text(lo: float | None, hi: float | None, as_pct: bool = False) -> s
     return f"90% {pct(lo)} to {pct(hi)}" if as_pct else f"90% {sig(lo)} to {sig(hi)}"
 
 
-def fmt(value: Any, digits: int = SIG) -> str:
+def fmt(value: Any, digits: int = SIG) -> Markup:
     """A readable, escaped rendering of one cell value (MISSING for a missing one)."""
     if missing(value):
-        return MISSING
+        return Markup(MISSING)
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return Markup("yes" if value else "no")
     if isinstance(value, int):
-        return f"{value:,}"
+        return Markup(f"{value:,}")
     if isinstance(value, float):
-        return sig(value, digits)
+        return Markup(sig(value, digits))
     if isinstance(value, datetime):
-        return f'<span class="nw">{esc(value.strftime("%Y-%m-%d %H:%M"))}</span>'
+        return Markup('<span class="nw">{}</span>').format(value.strftime("%Y-%m-%d %H:%M"))
     if isinstance(value, date):
-        return esc(value.isoformat())
+        return escape(value.isoformat())
     if isinstance(value, (list, tuple)):
-        return esc(", ".join(str(v) for v in value))
-    return esc(value)
+        return escape(", ".join(str(v) for v in value))
+    return escape(value)
 
 
 def sort_key(value: Any) -> str:
@@ -103,27 +103,32 @@ def sort_key(value: Any) -> str:
     return str(value)
 
 
-class Raw(str):
-    """Markup built by this package (already escaped); `cell` passes it through. `sort` is what it sorts on."""
+@dataclass(frozen=True)
+class Sorted:
+    """A table cell shown as `html` and sorted (and written to a CSV) as `sort`. It is markup wherever it is
+    placed (MarkupSafe's __html__ protocol), so `badge(...)` and `link(...)` drop into any Markup."""
 
+    html: Markup
     sort: Any = None
 
-    def __new__(cls, markup: str, sort: Any = None) -> "Raw":
-        obj = super().__new__(cls, markup)
-        obj.sort = sort
-        return obj
+    def __html__(self) -> Markup:
+        return self.html
+
+    def __str__(self) -> str:
+        return str(self.html)
 
 
-def cell(value: Any, digits: int = SIG) -> str:
-    return str(value) if isinstance(value, Raw) else fmt(value, digits)
+def cell(value: Any, digits: int = SIG) -> Markup:
+    """One cell's HTML: markup as it is (Markup, Sorted), any other value formatted and escaped."""
+    return Markup(value.__html__()) if hasattr(value, "__html__") else fmt(value, digits)
 
 
-def badge(text: str, kind: str = "") -> Raw:
-    return Raw(f'<span class="badge {esc(kind)}">{esc(text)}</span>', sort=text)
+def badge(text: str, kind: str = "") -> Sorted:
+    return Sorted(Markup('<span class="badge {}">{}</span>').format(kind, text), sort=text)
 
 
-def link(href: str, text: Any) -> Raw:
-    return Raw(f'<a href="{esc(href)}">{esc(text)}</a>', sort=text)
+def link(href: str, text: Any) -> Sorted:
+    return Sorted(Markup('<a href="{}">{}</a>').format(href, text), sort=text)
 
 
 def table(
@@ -133,24 +138,28 @@ def table(
     numeric: Iterable[str] = (),
     row_class: Any = None,
     table_id: str | None = None,
-) -> str:
+) -> Markup:
     """columns: (key, heading). Numeric columns are right-aligned. row_class(row) -> css class or ''.
     With a table_id the table is sortable (click a heading) and filterable (reports/pages/tables.js)."""
     nums = set(numeric)
-    head = "".join(f'<th class="{"num" if k in nums else ""}" scope="col">{esc(h)}</th>' for k, h in columns)
+
+    def num(k: str) -> str:
+        return "num" if k in nums else ""
+
+    head = Markup("").join(Markup('<th class="{}" scope="col">{}</th>').format(num(k), h) for k, h in columns)
     body = []
     for row in rows:
-        cls = row_class(row) if row_class else ""
         tds = []
         for k, _ in columns:
             v = row.get(k)
-            key = sort_key(v.sort if isinstance(v, Raw) else v)
-            tds.append(f'<td class="{"num" if k in nums else ""}" data-v="{esc(key)}">{cell(v)}</td>')
-        body.append(f'<tr class="{esc(cls)}">{"".join(tds)}</tr>')
-    attrs = f' id="{esc(table_id)}" class="data"' if table_id else ""
-    return f"<div class=\"scroll\"><table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+            key = sort_key(v.sort if isinstance(v, Sorted) else v)
+            tds.append(Markup('<td class="{}" data-v="{}">{}</td>').format(num(k), key, cell(v)))
+        body.append(Markup('<tr class="{}">{}</tr>').format(row_class(row) if row_class else "", Markup("").join(tds)))
+    attrs = Markup(' id="{}" class="data"').format(table_id) if table_id else ""
+    return Markup('<div class="scroll"><table{}><thead><tr>{}</tr></thead><tbody>{}</tbody></table></div>').format(
+        attrs, head, Markup("").join(body))
 
 
-def empty(message: str) -> str:
+def empty(message: str) -> Markup:
     """The explicit 'no data yet' state: a section renders this instead of a table or chart."""
-    return f'<p class="empty">{esc(message)}</p>'
+    return Markup('<p class="empty">{}</p>').format(message)

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Section
-from reports.pages.html import esc
-from reports.pages.html import Raw
-from reports.pages.page import Page, _section, _target_link, interval_cell, pct_cell
+from reports.pages.html import Markup, Sorted, escape
+from reports.pages.page import Page, _section, _target_link, interval_cell, pct_cell, row
 from tasks.cost.grid import STEP_DAYS, stride
 
 GAP_CSV = ("period_start", "period_end", "preset", "target", "baseline", "currency", "cost_per_mtok",
@@ -35,16 +34,16 @@ def over_time(data: ReportData) -> Page:
              "is the overview's figure.")
     gaps = data.gap_history.rows
     p.h2(f"Gap vs {data.baseline or 'the baseline'}, and what moved it")
-    p.parts.append(f"<p>{esc(absorb_note(data.cost_window_days))}</p>")
+    p.parts.append(Markup("<p>{}</p>").format(absorb_note(data.cost_window_days)))
 
-    def story() -> str:
+    def story() -> Markup:
         out = [p.table("gap_history", [("period_end", "Window ending"), ("preset", "Preset"), ("target", "Target"),
                                        ("gap", "Gap"), ("ci", "90% interval"), ("ln_price", "Price (log points)"),
                                        ("ln_throughput", "Throughput (log points)"),
                                        ("ln_reliability", "Reliability (log points)")],
                        [dict(r, target=_target_link(r["target"]), gap=pct_cell(r["gap"]),
                              ci=interval_cell(r["gap_lo"], r["gap_hi"], as_pct=True),
-                             **{k: Raw(f"{100 * r[k]:+.2f}", sort=r[k]) for k in ("ln_price", "ln_throughput",
+                             **{k: Sorted(escape(f"{100 * r[k]:+.2f}"), sort=r[k]) for k in ("ln_price", "ln_throughput",
                                                                                   "ln_reliability")})
                         for r in gaps[::-1][:60]],
                        numeric=("gap", "ln_price", "ln_throughput", "ln_reliability"),
@@ -64,29 +63,30 @@ def over_time(data: ReportData) -> Page:
                     r, t, data.baseline, data.colors), f"{t}: price + throughput + reliability = ln(1 + gap).",
                     rows=[{k: r[k] for k in ("period_end", "ln_price", "ln_throughput", "ln_reliability", "gap")}
                           for r in mine]))
-            out.append(f'<h3>{esc(preset)}</h3><div class="row">{"".join(f"<div>{x}</div>" for x in parts)}</div>')
+            out.append(Markup("<h3>{}</h3>").format(preset) + row(parts))
         shown = min(len(gaps), 60)
-        return "".join(out[1:]) + f"<h3>Every window, newest first ({shown} of {len(gaps)} rows; all in the CSV)</h3>" + out[0]
+        return (Markup("").join(out[1:]) + Markup("<h3>Every window, newest first ({} of {} rows; all in the CSV)</h3>")
+                .format(shown, len(gaps)) + out[0])
 
     p.card(_section(data.gap_history, story, "windows in which a target and the baseline both have a cost",
                     none="No window yet in which another target and the baseline both have a cost on a shared preset."))
     p.h2("Cost per 1M tokens per preset")
     hist = [r for r in data.history.rows if r.get("cost_per_mtok") is not None]
-    p.card(_section(data.history, lambda: '<div class="row">' + "".join(
-        "<div>" + p.chart(f"cost-{_key(s)}", lambda s=s: charts_gap.cost_lines(
+    p.card(_section(data.history, lambda: row(
+        p.chart(f"cost-{_key(s)}", lambda s=s: charts_gap.cost_lines(
             [r for r in hist if r["preset"] == s], s, data.currency, data.colors),
             f"{s}: cost per window with its 90% band.",
             rows=[{k: r[k] for k in ("period_start", "period_end", "target", "preset", "cost_per_mtok", "cost_lo",
                                      "cost_hi", "price_per_hour", "tokens_per_s", "R", "runs")}
-                  for r in hist if r["preset"] == s]) + "</div>"
-        for s in sorted({r["preset"] for r in hist})) + "</div>", "cost history"))
+                  for r in hist if r["preset"] == s])
+        for s in sorted({r["preset"] for r in hist})), "cost history"))
     p.h2("Measured throughput per preset")
-    p.card(_section(data.history, lambda: '<div class="row">' + "".join(
-        "<div>" + p.chart(f"throughput-{_key(s)}", lambda s=s: charts.throughput_lines(
+    p.card(_section(data.history, lambda: row(
+        p.chart(f"throughput-{_key(s)}", lambda s=s: charts.throughput_lines(
             [r for r in data.history.rows if r["preset"] == s], s, data.colors), "Tokens/s: the cost model's X.",
             rows=[{k: r[k] for k in ("period_end", "target", "preset", "tokens_per_s", "runs")}
-                  for r in data.history.rows if r["preset"] == s]) + "</div>"
-        for s in sorted({r["preset"] for r in data.history.rows})) + "</div>", "fine-tune runs"))
+                  for r in data.history.rows if r["preset"] == s])
+        for s in sorted({r["preset"] for r in data.history.rows})), "fine-tune runs"))
     p.h2("Price and environment changes")
     p.card(_section(Section(rows=data.events), lambda: p.table(
         "changes", [("at", "When"), ("kind", "Kind"), ("target", "Target"), ("label", "What changed")],

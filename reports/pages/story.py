@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from reports.pages.html import esc, pct, sig
+from reports.pages.html import Markup, pct, sig
 from tasks.estimate.evidence import evidence, evidence_text, main_term
 
 Rows = list[dict[str, Any]]
@@ -33,19 +33,18 @@ def _day(t: datetime) -> str:
     return f"{t:%b} {t.day}"
 
 
-def headline(lead: dict, window: tuple[datetime, datetime] | None) -> str:
+def headline(lead: dict, window: tuple[datetime, datetime] | None) -> Markup:
     """One sentence (HTML) for one preset: the cheapest target now, and what the runner-up costs more."""
-    cur = lead["currency"]
     when = f" over the {(window[1] - window[0]).total_seconds() / 86400:g} days to {_day(window[1])}" if window else ""
-    text = (f"For <b>{esc(lead['preset'])}</b>, <b>{esc(lead['cheapest'])}</b> is cheapest: "
-            f"{sig(lead['cost_per_mtok'])} {esc(cur)} per 1M tokens (90%: {sig(lead['cost_lo'])}–{sig(lead['cost_hi'])})"
-            f"{esc(when)}")
+    text = Markup("For <b>{}</b>, <b>{}</b> is cheapest: {} {} per 1M tokens (90%: {}–{}){}").format(
+        lead["preset"], lead["cheapest"], sig(lead["cost_per_mtok"]), lead["currency"], sig(lead["cost_lo"]),
+        sig(lead["cost_hi"]), when)
     if lead.get("cost_now_per_mtok") is not None:
         text += f", {sig(lead['cost_now_per_mtok'])} at today's price"
     if lead.get("runner_up") is None:
-        return text + f". No other target ran {esc(lead['preset'])} in the window."
-    return (text + f". <b>{esc(lead['runner_up'])}</b> costs {describe_gap(lead['gap']).replace('dearer', 'more')} "
-            f"(90%: {pct(lead['gap_lo'])} to {pct(lead['gap_hi'])}).")
+        return text + Markup(". No other target ran {} in the window.").format(lead["preset"])
+    return text + Markup(". <b>{}</b> costs {} (90%: {} to {}).").format(
+        lead["runner_up"], describe_gap(lead["gap"]).replace("dearer", "more"), pct(lead["gap_lo"]), pct(lead["gap_hi"]))
 
 
 def _in(t: datetime, window: tuple[datetime, datetime]) -> bool:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from reports import charts, charts_gap
 from reports.data import ReportData, Rows, Section
-from reports.pages.html import Raw, badge, esc
-from reports.pages.page import Page, _section, changes_table, slug
+from reports.pages.html import Markup, Sorted, badge
+from reports.pages.page import Page, _section, changes_table, row, slug
 from reports.pages.well_used import target_section
 
 # (column, label) of the environment fields a change is shown for, in reading order
@@ -85,7 +85,7 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
     presets = sorted({r["preset"] for r in hist})
     p.h2("Cost and price history")
 
-    def cost() -> str:
+    def cost() -> Markup:
         priced = [r for r in hist if r.get("cost_per_mtok") is not None]
         charts_html = [p.chart(f"t{i}-cost-{_key(s)}", lambda s=s: charts_gap.cost_lines(
             [r for r in priced if r["preset"] == s], s, cur, data.colors), f"{s}: cost per week, 90% band.",
@@ -102,19 +102,19 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
                                                ("price_per_hour", "After (per hour)"), ("currency", "Currency"),
                                                ("source", "Source")], changes,
                         numeric=("previous_price", "price_per_hour")) if changes else \
-            '<p class="empty">No price change recorded for this target.</p>'
-        return '<div class="row">' + "".join(f"<div>{c}</div>" for c in charts_html) + "</div>" + table
+            Markup('<p class="empty">No price change recorded for this target.</p>')
+        return row(charts_html) + table
 
     p.card(_section(Section(rows=hist), cost, "weeks with runs",
                     none="No successful fine-tune run yet, so no cost per token (see Runs below)."))
     p.h2("Is this server well used?")
     p.card(target_section(p, data, name, i))
     p.h2("Throughput per preset")
-    p.card(_section(Section(rows=hist), lambda: '<div class="row">' + "".join(
-        "<div>" + p.chart(f"t{i}-x-{_key(s)}", lambda s=s: charts.throughput_lines(
+    p.card(_section(Section(rows=hist), lambda: row(
+        p.chart(f"t{i}-x-{_key(s)}", lambda s=s: charts.throughput_lines(
             [r for r in hist if r["preset"] == s], s, data.colors), f"{s}: median tokens/s per week.",
             rows=[{k: r[k] for k in ("period_end", "preset", "tokens_per_s", "runs")} for r in hist if r["preset"] == s])
-        + "</div>" for s in presets) + "</div>", "fine-tune runs"))
+        for s in presets), "fine-tune runs"))
     p.h2("What changed in its environment")
     envs = environment_changes(by(data.env_history.rows))
     p.card(_section(Section(rows=envs), lambda: p.table(
@@ -124,9 +124,9 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
     p.h2("Configuration per preset: each card at its best")
     cfg_rows = config_rows(by(data.configs.rows))
     p.card(_section(Section(rows=cfg_rows), lambda: (
-        "<p>Each fine-tune is measured at the fastest configuration that fits this card, found by measurement: "
+        Markup("<p>Each fine-tune is measured at the fastest configuration that fits this card, found by measurement: "
         "the probe trials every configuration its memory model says fits (activation checkpointing off at the "
-        "largest micro-batch, on at the largest it allows) and measures the fastest. Newest run per preset.</p>"
+        "largest micro-batch, on at the largest it allows) and measures the fastest. Newest run per preset.</p>")
         + p.table(f"t{i}-configs", [("preset", "Preset"), ("found", "How found"), ("configuration", "Configuration"),
                                    ("trial_tokens_per_s", "Trial tokens/s"),
                                    ("tokens_per_s", "Measured tokens/s (steady run)"), ("peak_gib", "Peak GiB"),
@@ -139,11 +139,11 @@ def target_page(data: ReportData, t: dict, i: int) -> Page:
     runs = by(data.runs.rows)
     p.h2("Runs")
 
-    def run_table() -> str:
-        rows = [dict(r, run_id=Raw(f'<span class="mono">{esc(str(r["run_id"])[:12])}</span>', sort=r["run_id"]),
+    def run_table() -> Markup:
+        rows = [dict(r, run_id=Sorted(Markup('<span class="mono">{}</span>').format(str(r["run_id"])[:12]), sort=r["run_id"]),
                      steady=badge("unstable", "warn") if r.get("steady") is False else r.get("steady"),
                      provenance=badge(r["provenance"], "warn") if r.get("provenance") else "measured") for r in runs]
-        return (f"<p>{esc(runs[0]['total'])} run(s); newest {len(rows)} shown.</p>" + p.table(
+        return (Markup("<p>{} run(s); newest {} shown.</p>").format(runs[0]["total"], len(rows)) + p.table(
             f"t{i}-runs", [("started_at", "Started"), ("run_id", "Run"), ("profile", "Profile"), ("status", "Status"),
                            ("preset_tokens_per_s", "Tokens/s per preset"), ("steady", "Steady"),
                            ("attempts", "Attempts"), ("failed_attempts", "Failed"), ("provenance", "Data")],

@@ -5,7 +5,7 @@
 - base: PriceRow (one validated price) and the PriceSource interface (`name`, `location`, `fetch()`)
 - book: import_rows / import_source land rows as never-overlapping periods (price_imports log)
 - pricebook_file (CSV/YAML), skypilot (v7 vms.csv), azure (Retail Prices API): the plug-ins
-- sources: named refresh recipes; http: injected clients (live urllib, recorded replay)
+- sources: named refresh recipes; http: injected clients (live httpx, recorded replay); retry: the waits
 - archive: every import kept in the results store (_prices/*.jsonl); replay_imports rebuilds the book
 """
 

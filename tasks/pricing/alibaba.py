@@ -147,6 +147,14 @@ def classify(e: BaseException) -> tuple[str, str, str] | None:
     return None
 
 
+def retry_after_s(e: BaseException) -> float | None:
+    """The wait a ThrottlingException asks for: its `retry_after`, the x-acs-retry-after header in milliseconds
+    (alibabacloud_tea_openapi Client.call_api raises it; darabonba's backoff sleeps it as milliseconds: SDK
+    source, read 2026-12-07), in seconds; None for any other error or where it is absent."""
+    ms = getattr(e, "retry_after", None)
+    return ms / 1000 if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0 else None
+
+
 def _price_request(t: PricedTarget, unit: str):
     from alibabacloud_ecs20140526.models import DescribePriceRequest
 
@@ -170,6 +178,7 @@ class AlibabaEcsPrices(cloud.CloudPrices):
 
     name = PROVIDER
     classify = staticmethod(classify)
+    retry_after = staticmethod(retry_after_s)
 
     @property
     def location(self) -> str:

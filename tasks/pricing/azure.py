@@ -66,7 +66,7 @@ def map_item(item: dict, *, where: str, fetched_at: datetime) -> PriceRow | str:
 class AzureRetailPrices:
     """Fetch every page of one filtered query through an injected HTTP client."""
 
-    client: HttpClient  # UrllibClient live, ReplayClient for recorded responses
+    client: HttpClient  # LiveClient live, ReplayClient for recorded responses
     odata_filter: str = "serviceName eq 'Virtual Machines'"  # narrow it: the full catalogue is huge
     currency: str = "USD"  # Microsoft prices in USD; other currencies are estimates (API docs)
     fetched_at: datetime | None = None  # default: now

@@ -4,7 +4,8 @@ retries with backoff, one failure line per source and target, and recorded respo
     .venv/bin/python -m pytest -q tests/test_pricing_alibaba.py tests/test_pricing_tencent.py
 
 A failed API call is classified into one KIND. Throttling, network and server errors are retried with
-exponential backoff; if they persist, or the credentials are refused, the whole source stops
+exponential backoff and jitter, or after the wait the provider asked for (tasks/pricing/retry.py: Alibaba's
+`retry_after`); if they persist, or the credentials are refused, the whole source stops
 (`SourceFailed`) and nothing from it lands, because every other call would fail the same way. An
 instance type the region does not sell, or any other refusal of one request, fails that target only
 (`Failure`): the other targets still land. A billing mode the API does not offer for a target (e.g. no
@@ -14,6 +15,7 @@ spot) is skipped and counted. Every message passes through `Credentials.redact` 
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tasks.errors import UserError
 from tasks.pricing.base import BILLING_MODES, PriceError, PriceRow
 from tasks.pricing.http import replay_entry
+from tasks.pricing.retry import MAX_RETRY_AFTER_S, Jitter, too_long, wait_s
 
 THROTTLED = "throttled"  # the API asked us to slow down: retried with backoff
 NETWORK = "network"  # no answer (DNS, TCP, TLS, timeout): retried with backoff
@@ -80,7 +83,7 @@ class CloudConfig(BaseModel):
     billing_modes: tuple[str, ...] = ("on_demand", "monthly", "yearly", "spot")  # every mode the model knows
     secret_blocks: dict[str, str] = {}  # Prefect Secret blocks the prices flow reads the key pair from
     attempts: int = Field(default=4, ge=1)  # tries per call on throttling/network/server errors
-    backoff_s: float = Field(default=1.0, ge=0)  # waits 1, 2, 4 s between tries
+    backoff_s: float = Field(default=1.0, ge=0)  # waits about 1, 2, 4 s between tries (each with jitter: retry.py)
 
     @field_validator("billing_modes")
     @classmethod
@@ -159,13 +162,19 @@ class CallFailed(Exception):
 
 
 Classifier = Callable[[BaseException], "tuple[str, str, str] | None"]
+RetryAfter = Callable[[BaseException], "float | None"]  # the wait a failure asks for, in seconds (None: not said)
+
+
+def no_retry_after(_e: BaseException) -> None:
+    return None
 
 
 def call_with_retries(call: Callable[[], T], classify: Classifier, *, redact: Callable[[str], str],
-                      attempts: int = 4, backoff_s: float = 1.0,
-                      sleep: Callable[[float], None] = time.sleep) -> T:
-    """Run `call`; retry THROTTLED/NETWORK/SERVER failures with backoff_s * 2**n waits; raise CallFailed.
-    An exception the classifier does not know (None) is a bug and propagates unchanged."""
+                      attempts: int = 4, backoff_s: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+                      retry_after: RetryAfter = no_retry_after, jitter: Jitter = random.random) -> T:
+    """Run `call`; retry THROTTLED/NETWORK/SERVER failures after retry.wait_s (backoff_s * 2**n with jitter, or
+    the wait the failure asks for); raise CallFailed. An exception the classifier does not know (None) is a bug
+    and propagates unchanged."""
     for n in range(attempts):
         try:
             return call()
@@ -174,12 +183,15 @@ def call_with_retries(call: Callable[[], T], classify: Classifier, *, redact: Ca
             if got is None:
                 raise
             kind, code, message = got
-            if kind in RETRIED and n + 1 < attempts:
-                sleep(backoff_s * 2 ** n)
+            asked = retry_after(e) if kind in RETRIED else None
+            if kind in RETRIED and n + 1 < attempts and not too_long(asked):
+                sleep(wait_s(n, backoff_s, asked, jitter))
                 continue
             text = " ".join(redact(str(message)).split())
             if len(text) > MAX_REASON_CHARS:
                 text = text[:MAX_REASON_CHARS] + "..."
+            if too_long(asked):
+                text += f" (asked to retry after {asked:,.0f} s, longer than costgap waits: {MAX_RETRY_AFTER_S:,.0f} s)"
             raise CallFailed(kind, redact(str(code)), text, n + 1) from None
     raise AssertionError("unreachable: attempts >= 1")
 
@@ -196,11 +208,13 @@ class CloudPrices:
     credentials: Credentials | None = None  # only to redact them from every message
     fetched_at: datetime | None = None  # default: now
     sleep: Callable[[float], None] = time.sleep  # injected so tests do not wait out the backoff
+    jitter: Jitter = random.random  # the backoff's jitter (retry.wait_s); a constant in tests
     failures: list[Failure] = field(default_factory=list, init=False)  # targets that could not be priced
     skipped: Counter = field(default_factory=Counter, init=False)  # billing modes not offered
 
     name: ClassVar[str]  # the provider: each source sets it
     classify: ClassVar[Classifier]  # the SDK's error classifier: each source sets it (a staticmethod)
+    retry_after: ClassVar[RetryAfter] = staticmethod(no_retry_after)  # the wait an SDK error asks for, if it says
 
     def _start(self) -> datetime:
         """A fresh run: failures and skips cleared; the time every row is effective from and read at."""
@@ -208,8 +222,9 @@ class CloudPrices:
         return (self.fetched_at or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(microsecond=0)
 
     def _call(self, fn: Callable[[], T]) -> T:
-        return call_with_retries(fn, self.classify, redact=redactor(self.credentials),
-                                 attempts=self.config.attempts, backoff_s=self.config.backoff_s, sleep=self.sleep)
+        return call_with_retries(fn, self.classify, redact=redactor(self.credentials), attempts=self.config.attempts,
+                                 backoff_s=self.config.backoff_s, sleep=self.sleep, retry_after=self.retry_after,
+                                 jitter=self.jitter)
 
     def _each_mode(self, t: PricedTarget, price: Callable[[str], PriceRow | None]) -> list[PriceRow]:
         """price(mode) for every configured billing mode: None or NOT_OFFERED skips the mode, a source-wide

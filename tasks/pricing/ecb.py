@@ -116,7 +116,7 @@ def from_file(path: str) -> EcbRates:
 
 
 def from_url(client, url: str = HIST_URL) -> EcbRates:
-    """Download through the injected HTTP client (tasks.pricing.http: live urllib or a recorded replay)."""
+    """Download through the injected HTTP client (tasks.pricing.http: live httpx or a recorded replay)."""
     data = client.get_bytes(url)
     if not data:
         raise PriceError(f"{url}: empty answer")

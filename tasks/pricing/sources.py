@@ -127,17 +127,17 @@ def fetch(name: str, *, replay: str | None = None, credentials: Credentials | No
           sleep: Callable[[float], None] = time.sleep) -> Fetched:
     """Read one named price source (HTTP recipe or SDK source) live, or from a `replay` directory.
     Raises SourceFailed when the whole source failed (nothing from it may land)."""
-    from tasks.pricing.http import ReplayClient, UrllibClient
-
     if name in SDK_SOURCES:
         if targets_file is None:
             raise PriceError(f"{name}: no targets file: the SDK sources price the targets of their provider")
         targets = priced_targets(targets_file, name)
         src = build_source(name, None, fetched_at, replay=replay, credentials=credentials, targets=targets,
                            config=config, sleep=sleep)
+        rows = src.fetch()
     else:
-        src = build_source(name, ReplayClient(replay) if replay else UrllibClient(), fetched_at)
-    rows = src.fetch()
+        with http_client(replay) as client:  # one connection for every page of the source, closed after it
+            src = build_source(name, client, fetched_at)
+            rows = src.fetch()
     return Fetched(src.name, src.location, rows, [f.line() for f in getattr(src, "failures", [])],
                    dict(getattr(src, "skipped", {})))
 
@@ -145,11 +145,14 @@ def fetch(name: str, *, replay: str | None = None, credentials: Credentials | No
 def fetch_fx(name: str, *, replay: str | None = None, path: str | None = None) -> Fetched:
     """Read one named FX source: from the network, a `replay` directory, or a downloaded file."""
     from tasks.pricing import ecb
-    from tasks.pricing.http import ReplayClient, UrllibClient
 
     if name not in FX_SOURCES:
         raise PriceError(f"--source {name!r}: unknown FX source; expected one of {list(FX_SOURCES)}")
-    rates = ecb.from_file(path) if path else ecb.from_url(ReplayClient(replay) if replay else UrllibClient())
+    if path:
+        rates = ecb.from_file(path)
+    else:
+        with http_client(replay) as client:
+            rates = ecb.from_url(client)
     rows = rates.rows()
     skipped = dict(rates.skipped)
     if rates.ignored:
@@ -158,10 +161,17 @@ def fetch_fx(name: str, *, replay: str | None = None, path: str | None = None) -
 
 
 def fetch_named(name: str, replay: str | None = None) -> list:
-    """Rows of a named source, live (urllib) or from recorded responses in `replay`."""
-    from tasks.pricing.http import ReplayClient, UrllibClient
+    """Rows of a named source, live (httpx) or from recorded responses in `replay`."""
+    with http_client(replay) as client:
+        return build_source(name, client).fetch()
 
-    return build_source(name, ReplayClient(replay) if replay else UrllibClient()).fetch()
+
+def http_client(replay: str | None = None):
+    """The HTTP client for one source run: the recorded responses in `replay`, else the live one (a context
+    manager either way: the live one's kept-alive connection is closed when the run ends)."""
+    from tasks.pricing.http import LiveClient, ReplayClient
+
+    return ReplayClient(replay) if replay else LiveClient()
 
 
 def catalog_source(path: str, fmt: str = "skypilot") -> PriceSource:
