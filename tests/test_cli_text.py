@@ -21,6 +21,8 @@ from cli.main import app
 from tests.conftest import COSTGAP, REPO
 from tests.demo_world import shared_demo
 
+pytestmark = pytest.mark.slow  # one `costgap demo` build, then costgap processes per command
+
 # The price and FX files shipped for people to import (the GCP catalog excerpt prices GPUs on rows of their
 # own, apart from the VM, so it is a fixture for SkyPilot's loader only: tests/fixtures/skypilot/README.md).
 PRICE_FILES = ["deploy/prices/lambda.csv", "deploy/prices/examples/illustrative-cn.csv",

@@ -21,6 +21,8 @@ from tasks.errors import UserError
 from tests.demo_world import shared_demo
 from tests.readme_blocks import DEMO_WAREHOUSE, TODAY, blocks, missing
 
+pytestmark = pytest.mark.slow  # one `costgap demo` build, then every README command against a copy
+
 BLOCKS = blocks()
 
 

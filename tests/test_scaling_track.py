@@ -23,6 +23,8 @@ from tests.factories import bundle_doc, write_bundle
 from warehouse import sql
 from warehouse.db import connect
 
+pytestmark = pytest.mark.slow  # a distributed probe run on gloo: a fleet of worker processes
+
 TARGET = "gloo-2x"
 
 
