@@ -61,11 +61,11 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "chromium not installed: the browser test will be skipped"; }
 
-# pytest-xdist: most of the suite's time is spent waiting on servers and child processes, so more
-# workers than this 2-core box has cores finish sooner; each worker has its own Prefect test server. Three or
-# four: both keep the two cores busy (each worker adds a server, a warm process and its imports, ~40 CPU-s);
-# measured here, 3 workers 580-704 s and 4 workers 687-779 s for the parallel part, with the box's speed
-# varying by about 30% between runs: no clear winner.
+# pytest-xdist: much of the suite's time is spent waiting on servers and child processes, so more workers
+# than this 2-core box has cores finish sooner; they share one Prefect test server and one warm process
+# (tests/conftest.py), and each adds its own imports (~10 CPU-s). Measured here, 3 workers 580-704 s and 4
+# workers 687-779 s for the parallel part, with the box's speed varying by about 30% between runs. Each
+# worker runs torch on one thread (tests/conftest.py TORCH_THREADS).
 TEST_WORKERS ?= 3
 
 # Tests marked `timed` assert a wall-clock budget (the fine-tune's 60 s): they run after the parallel

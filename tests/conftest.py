@@ -75,9 +75,8 @@ def _start_shared() -> None:
 
     from runtime import warm
     from runtime.api import ephemeral_server_argv, ephemeral_server_env
-    from tests.pool_harness import free_port
-
     from tests import prefect_template
+    from tests.pool_harness import free_port
 
     root = Path(tempfile.mkdtemp(prefix="costgap-test-server-"))
     home = root / "prefect-home"
@@ -213,7 +212,7 @@ def _heavy_lines(terminalreporter) -> list[str]:
 def pytest_terminal_summary(terminalreporter):
     """Print every test's headline figures (cold starts, fuzz variants, ...) after the run, also under
     pytest-xdist, where a worker's own output never reaches the terminal: they travel in the reports.
-    Then a warning naming every test over HEAVY_TEST_S (CHECK_TEST_S under `make check`)."""
+    Before them, a warning naming every test over HEAVY_TEST_S (CHECK_TEST_S under `make check`)."""
     heavy = _heavy_lines(terminalreporter)
     if heavy:
         terminalreporter.section("tests over the time limit")

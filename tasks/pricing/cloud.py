@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tasks.errors import UserError
 from tasks.pricing.base import BILLING_MODES, PriceError, PriceRow
 from tasks.pricing.http import replay_entry
-from tasks.pricing.retry import MAX_RETRY_AFTER_S, Jitter, too_long, wait_s
+from tasks.pricing.retry import MAX_RETRY_AFTER_S, Jitter, RetryAfter, no_retry_after, too_long, wait_s
 
 THROTTLED = "throttled"  # the API asked us to slow down: retried with backoff
 NETWORK = "network"  # no answer (DNS, TCP, TLS, timeout): retried with backoff
@@ -162,11 +162,6 @@ class CallFailed(Exception):
 
 
 Classifier = Callable[[BaseException], "tuple[str, str, str] | None"]
-RetryAfter = Callable[[BaseException], "float | None"]  # the wait a failure asks for, in seconds (None: not said)
-
-
-def no_retry_after(_e: BaseException) -> None:
-    return None
 
 
 def call_with_retries(call: Callable[[], T], classify: Classifier, *, redact: Callable[[str], str],

@@ -24,6 +24,11 @@ from typing import Callable
 MAX_RETRY_AFTER_S = 120.0  # Darabonba caps its own waits at 120 s (MAX_DELAY_TIME); a longer one fails the call
 
 Jitter = Callable[[], float]  # a number in [0, 1): random.random, or a constant in tests
+RetryAfter = Callable[[BaseException], "float | None"]  # the wait a failure asks for, in seconds (None: not said)
+
+
+def no_retry_after(_e: BaseException) -> None:
+    return None
 
 
 def wait_s(n: int, backoff_s: float, retry_after_s: float | None = None, jitter: Jitter = random.random) -> float:
