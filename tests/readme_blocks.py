@@ -4,7 +4,7 @@
 
 A block holds commands (lines starting with `$ costgap `, optionally ending in `# exit N`, the exit code
 they must give; 0 otherwise) each followed by the output lines the README shows. A line `...` stands for
-any number of lines; every other run of lines must appear, in that order and next to each other, in what
+any number of lines, and a line ending in ` ...` for any line it begins (an import's id differs per run); every other run of lines must appear, in that order and next to each other, in what
 the command prints (stdout and stderr as they interleave, trailing spaces ignored). Each block starts from
 a fresh copy of the demo warehouse (COSTGAP_WAREHOUSE; `.costgap/demo.duckdb` in a command means it too),
 with `today` pinned to TODAY, so a price's age and the prices in force read the same on any day.
@@ -69,6 +69,14 @@ def blocks(text: str | None = None) -> list[list[Command]]:
     return out
 
 
+def _same(shown: str, printed: str) -> bool:
+    """A shown line equals the printed one; a shown line ending in ` ...` stands for any line it begins (for
+    what differs from run to run, like an import's id)."""
+    if shown.endswith(" " + ELLIPSIS):
+        return printed.startswith(shown[:-len(ELLIPSIS)].rstrip())
+    return shown == printed
+
+
 def missing(shown: list[str], printed: list[str]) -> str | None:
     """None when every run of shown lines (between `...`) appears in order, each run contiguous; else the first
     run that does not."""
@@ -83,7 +91,8 @@ def missing(shown: list[str], printed: list[str]) -> str | None:
     at = 0
     got = [p.rstrip() for p in printed]
     for run in (r for r in runs if r):
-        found = next((i for i in range(at, len(got) - len(run) + 1) if got[i:i + len(run)] == run), None)
+        found = next((i for i in range(at, len(got) - len(run) + 1)
+                      if all(_same(s, g) for s, g in zip(run, got[i:i + len(run)]))), None)
         if found is None:
             return "\n".join(run)
         at = found + len(run)

@@ -83,6 +83,8 @@ def test_the_comparison_needs_every_shown_line_in_order_and_next_to_each_other()
     assert missing(["a", "c"], printed) == "a\nc"  # not next to each other without `...`
     assert missing(["c", "...", "a"], printed) == "a"  # not in order
     assert missing(["a", "x"], printed) == "a\nx"
+    assert missing(["imported (import 3f2a)"], ["imported (import 9b1c)"]) is not None  # ids differ per run
+    assert missing(["imported ...", "b"], ["x", "imported (import 9b1c)", "b"]) is None  # ` ...`: the line's start
 
 
 def test_blocks_read_commands_exit_codes_and_shown_lines():
