@@ -86,3 +86,33 @@ def test_bad_input_is_refused_with_exit_2(warehouse, args, why):
     r = subprocess.run([*COSTGAP, "scaling", *args, "--warehouse", str(warehouse)], cwd=REPO, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_family_priced_without_a_gpu_count_says_so_and_the_page_draws_no_empty_chart(warehouse, tmp_path,
+                                                                                         monkeypatch):
+    """Run away from the repository (no ./deploy/targets.toml) on a warehouse whose targets do not name the
+    one-GPU types: the book prices the families, but nothing says how many GPUs a price buys. The pair says
+    so instead of 'no price', and the Candidates page writes that sentence instead of an empty log-scaled
+    chart (which the PNG/SVG export could not size: `costgap demo` failed outside the repository)."""
+    import shutil
+
+    import duckdb
+
+    from reports.pages.candidates import _pair_section
+    from reports.pages.page import Page
+
+    wh = tmp_path / "w.duckdb"
+    shutil.copyfile(warehouse, wh)
+    with duckdb.connect(str(wh)) as con:
+        con.execute("delete from targets where target in ('gn7i-1', 'gn10xp-1')")
+    monkeypatch.setenv("COSTGAP_TARGETS", str(tmp_path / "no-targets-here.toml"))
+    out = CliRunner().invoke(app, ["scaling", "--json", "--warehouse", str(wh)])
+    assert out.exit_code == 0, out.output
+    res = json.loads(out.output)
+    for k, priced in (("a", "GN10Xp.2XLARGE40"), ("b", "ecs.gn7i-c8g1.2xlarge")):
+        assert res[k].get("cost") is None and priced in res[k]["price_source"]
+        assert "GPU count" in res[k]["price_source"]
+    page = Page("candidates.html", "Candidates", "")
+    _pair_section(page, res)
+    html = "".join(page.parts)
+    assert "No cost chart: A: the book prices GN10Xp.2XLARGE40" in html and "scaling-pair" not in page.charts

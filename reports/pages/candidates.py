@@ -252,6 +252,16 @@ def _pair_section(p: Page, res: dict | None) -> None:
            f"public scaling rows; costgap scaling). Where the ranking changes with model size: {changes}.")
            + p.table("scaling_pair", cols, shown, numeric=("gpus", "eff", "comm", "cost"),
                                             csv=[{k: v for k, v in r.items() if k != "notes"} for _, r in rows])
-           + p.chart("scaling-pair", lambda: _pair_chart(res["flip"], names, res["mode"]),
-                     "PREDICTED cost per 1M tokens against model size: where the lines cross, the cheaper type changes.",
-                     rows=[{"size": r["size"], **{names[k]: r[k] for k in ("a", "b")}} for r in res["flip"]["rows"]]))
+           + _pair_cost_chart(p, res, names))
+
+
+def _pair_cost_chart(p: Page, res: dict, names: dict) -> Markup:
+    """The pair's cost against model size, or why there is none: a chart with no point (neither machine priced,
+    or neither fits at any size) would be an empty log-scaled plot that the image export cannot size."""
+    if not any(r[k] is not None for r in res["flip"]["rows"] for k in ("a", "b")):
+        return Markup("<p>No cost chart: {}.</p>").format(
+            "; ".join(f"{t}: {res[k]['price_source']}" for t, k in (("A", "a"), ("B", "b"))
+                      if res[k].get("price_per_hour") is None) or "neither machine fits at any size")
+    return p.chart("scaling-pair", lambda: _pair_chart(res["flip"], names, res["mode"]),
+                   "PREDICTED cost per 1M tokens against model size: where the lines cross, the cheaper type changes.",
+                   rows=[{"size": r["size"], **{names[k]: r[k] for k in ("a", "b")}} for r in res["flip"]["rows"]])

@@ -59,8 +59,11 @@ def price(m: dict, book: dict) -> tuple[float | None, str]:
     own = book.get((m["provider"], m["instance_type"]))
     if own is not None:
         return own["price_per_hour"], f"price book: {own['source']}"
-    sib = sorted((k, v) for k, v in book.items() if k[0] == m["provider"] and family(k[1]) == family(m["instance_type"])
-                 and v.get("gpu_count"))
+    kin = sorted((k, v) for k, v in book.items() if k[0] == m["provider"] and family(k[1]) == family(m["instance_type"]))
+    sib = [(k, v) for k, v in kin if v.get("gpu_count")]
+    if not sib and kin:  # priced, but nothing says how many GPUs that price buys
+        return None, (f"the book prices {', '.join(k[1] for k, _ in kin)} of the family, but no targets file "
+                      "(--targets-file, $COSTGAP_TARGETS, ./deploy/targets.toml) or catalog gives its GPU count")
     if not sib:
         return None, f"no price for {m['instance_type']} or its family in the price book"
     (_, it), v = sib[0]
