@@ -116,3 +116,4 @@ def test_a_family_priced_without_a_gpu_count_says_so_and_the_page_draws_no_empty
     _pair_section(page, res)
     html = "".join(page.parts)
     assert "No cost chart: A: the book prices GN10Xp.2XLARGE40" in html and "scaling-pair" not in page.charts
+    assert "not known without a price for both" in html and "no change of the cheaper machine" not in html

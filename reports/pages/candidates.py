@@ -244,7 +244,9 @@ def _pair_section(p: Page, res: dict | None) -> None:
     names = {"a": f"A {res['a']['machine']}", "b": f"B {res['b']['machine']}"}
     changes = "; ".join(f"{'A' if x == 'a' else 'B' if x == 'b' else 'neither'} cheaper up to {s0 / 1e9:,.1f}B, then "
                         f"{'A' if y == 'a' else 'B' if y == 'b' else 'neither fits'} from {s1 / 1e9:,.1f}B"
-                        for s0, s1, x, y in res["flip"]["changes"]) or "no change of the cheaper machine"
+                        for s0, s1, x, y in res["flip"]["changes"]) or (
+        "no change of the cheaper machine" if all(res[k].get("price_per_hour") is not None for k in ("a", "b"))
+        else "not known without a price for both (below)")
     p.card(Markup("<p>{}</p>").format(
            f"The seed's question, as a PREDICTION (not a measurement): a {res['size'] / 1e9:,.0f}B {res['mode']} "
            "fine-tune on two multi-GPU types, each GPU's tokens/s from the calibrated estimator, the scaling efficiency "
@@ -255,10 +257,15 @@ def _pair_section(p: Page, res: dict | None) -> None:
            + _pair_cost_chart(p, res, names))
 
 
+def _pair_priced(res: dict) -> bool:
+    """Whether any size of the pair has a cost (a price and a fit) to compare or draw."""
+    return any(r[k] is not None for r in res["flip"]["rows"] for k in ("a", "b"))
+
+
 def _pair_cost_chart(p: Page, res: dict, names: dict) -> Markup:
     """The pair's cost against model size, or why there is none: a chart with no point (neither machine priced,
     or neither fits at any size) would be an empty log-scaled plot that the image export cannot size."""
-    if not any(r[k] is not None for r in res["flip"]["rows"] for k in ("a", "b")):
+    if not _pair_priced(res):
         return Markup("<p>No cost chart: {}.</p>").format(
             "; ".join(f"{t}: {res[k]['price_source']}" for t, k in (("A", "a"), ("B", "b"))
                       if res[k].get("price_per_hour") is None) or "neither machine fits at any size")
