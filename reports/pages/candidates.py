@@ -245,8 +245,7 @@ def _pair_section(p: Page, res: dict | None) -> None:
     changes = "; ".join(f"{'A' if x == 'a' else 'B' if x == 'b' else 'neither'} cheaper up to {s0 / 1e9:,.1f}B, then "
                         f"{'A' if y == 'a' else 'B' if y == 'b' else 'neither fits'} from {s1 / 1e9:,.1f}B"
                         for s0, s1, x, y in res["flip"]["changes"]) or (
-        "no change of the cheaper machine" if all(res[k].get("price_per_hour") is not None for k in ("a", "b"))
-        else "not known without a price for both (below)")
+        "not known without a price for both (below)" if _unpriced(res) else "no change of the cheaper machine")
     p.card(Markup("<p>{}</p>").format(
            f"The seed's question, as a PREDICTION (not a measurement): a {res['size'] / 1e9:,.0f}B {res['mode']} "
            "fine-tune on two multi-GPU types, each GPU's tokens/s from the calibrated estimator, the scaling efficiency "
@@ -255,6 +254,11 @@ def _pair_section(p: Page, res: dict | None) -> None:
            + p.table("scaling_pair", cols, shown, numeric=("gpus", "eff", "comm", "cost"),
                                             csv=[{k: v for k, v in r.items() if k != "notes"} for _, r in rows])
            + _pair_cost_chart(p, res, names))
+
+
+def _unpriced(res: dict) -> list[tuple[str, str]]:
+    """(label, key) of each machine of the pair that has no price per hour."""
+    return [(t, k) for t, k in (("A", "a"), ("B", "b")) if res[k].get("price_per_hour") is None]
 
 
 def _pair_priced(res: dict) -> bool:
@@ -267,8 +271,7 @@ def _pair_cost_chart(p: Page, res: dict, names: dict) -> Markup:
     or neither fits at any size) would be an empty log-scaled plot that the image export cannot size."""
     if not _pair_priced(res):
         return Markup("<p>No cost chart: {}.</p>").format(
-            "; ".join(f"{t}: {res[k]['price_source']}" for t, k in (("A", "a"), ("B", "b"))
-                      if res[k].get("price_per_hour") is None) or "neither machine fits at any size")
+            "; ".join(f"{t}: {res[k]['price_source']}" for t, k in _unpriced(res)) or "neither machine fits at any size")
     return p.chart("scaling-pair", lambda: _pair_chart(res["flip"], names, res["mode"]),
                    "PREDICTED cost per 1M tokens against model size: where the lines cross, the cheaper type changes.",
                    rows=[{"size": r["size"], **{names[k]: r[k] for k in ("a", "b")}} for r in res["flip"]["rows"]])
