@@ -21,15 +21,26 @@ EXTRAS   := .[probe,test,clouds,redis]
 # uv installs the same pins as pip in about a quarter of the time (23.6 s against 92 s here). It
 # looks only where it is told: the CPU torch file lies in the machine's find-links folder
 # ($$PIP_FIND_LINKS), and without that folder uv would take PyPI's multi-GB CUDA build, so the
-# install falls back to pip (slower, same result) there, saying so. Bytecode is compiled at install,
-# as pip does, because this machine sets PYTHONDONTWRITEBYTECODE: without .pyc files in site-packages
-# every command would compile its imports again.
+# install falls back to pip (slower, same result) there, saying so.
+# This machine sets PYTHONDONTWRITEBYTECODE, so without .pyc files in site-packages every command would
+# compile its imports again. uv's --compile-bytecode compiles every file of every package (torch's alone are
+# thousands): 76 s of the install's 83 here, most of it for modules nothing imports. Instead the packages the
+# commands and the tests import are compiled by importing them once, in two processes side by side, with
+# bytecode writing on (runtime/bytecode.py; 7 s for uv, then ~25 s); anything else compiles the first time
+# a `make test` or `make run` process imports it (both write bytecode, see PYC).
+COMPILE_A := torch transformers scipy pandas great_expectations sqlalchemy
+COMPILE_B := prefect.server.api.server prefect.cli prefect.workers.process prefect.engine prefect_redis.messaging \
+             cli.main flows.compare polars duckdb altair vl_convert asyncpg httpx pytest xdist hypothesis playwright.sync_api
+PYC      := env -u PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@if [ -n "$$PIP_FIND_LINKS" ] && $(BIN)/python -m pip install -q --disable-pip-version-check uv; then \
 	  echo "$(BIN)/uv pip install $(TORCH) -e \"$(EXTRAS)\" (find-links $$PIP_FIND_LINKS)"; \
-	  $(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode \
-	    --find-links "$$PIP_FIND_LINKS" "$(TORCH)" -e "$(EXTRAS)"; \
+	  $(BIN)/uv pip install -q --python $(BIN)/python \
+	    --find-links "$$PIP_FIND_LINKS" "$(TORCH)" -e "$(EXTRAS)" && \
+	  echo "make: compiling the bytecode of what the commands and tests import" && \
+	  { $(PYC) $(BIN)/python -m runtime.bytecode $(COMPILE_A) & \
+	    $(PYC) $(BIN)/python -m runtime.bytecode $(COMPILE_B); wait; }; \
 	else \
 	  echo "make: installing with pip (no PIP_FIND_LINKS for uv to find the CPU torch, or no uv)"; \
 	  $(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)" && \
@@ -38,7 +49,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/costgap run
+	$(PYC) $(BIN)/costgap run
 
 # SkyPilot's own task loader checks the tasks `costgap export skypilot` writes (tests/test_skypilot_export.py).
 # It lives in a venv of its own: skypilot pins click<8.2 and uvicorn<0.36, and costgap's venv needs
@@ -47,7 +58,7 @@ SKY_VENV ?= .venv-sky
 SKYPILOT ?= skypilot==0.14.1
 SKY_STAMP := $(SKY_VENV)/.installed-stamp
 $(SKY_STAMP): Makefile
-	@test -x $(SKY_VENV)/bin/python || $(PY) -m venv $(SKY_VENV)
+	@test -x $(SKY_VENV)/bin/python || { [ -x $(BIN)/uv ] && $(BIN)/uv venv -q --python "$$(command -v $(PY))" $(SKY_VENV); } || $(PY) -m venv $(SKY_VENV)
 	@if [ -n "$$PIP_FIND_LINKS" ] && [ -x $(BIN)/uv ]; then \
 	  $(BIN)/uv pip install -q --python $(SKY_VENV)/bin/python --find-links "$$PIP_FIND_LINKS" "$(SKYPILOT)"; \
 	else $(SKY_VENV)/bin/python -m pip install -q --disable-pip-version-check "$(SKYPILOT)"; fi
@@ -69,14 +80,17 @@ browser:
 TEST_WORKERS ?= 3
 
 # Tests marked `timed` assert a wall-clock budget (the fine-tune's 60 s): they run after the parallel
-# part, alone on the box, so the heavy scenario tests' load cannot make them miss it.
+# part, alone on the box, so the heavy scenario tests' load cannot make them miss it. Only the files that hold
+# them are collected there (collecting the whole suite again costs ~12 s here); tests/test_suite_layout.py fails
+# when a `timed` test lives in a file not listed here.
+TIMED_TESTS := tests/test_finetune.py
 # The install and the browser are independent: made side by side (a fresh machine waits for the slower,
 # not for both).
 test:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) browser
 	@$(MAKE) --no-print-directory $(SKY_STAMP)
-	$(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal --durations=10 -m "not timed"
-	$(BIN)/python -m pytest -q -ra -m timed
+	$(PYC) $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist worksteal --durations=10 -m "not timed"
+	$(PYC) $(BIN)/python -m pytest -q -ra -m timed $(TIMED_TESTS)
 
 # The edit loop (issue 44): every test not marked `slow`, i.e. every test that starts no server and no fleet
 # of processes of its own (unit, property, importers, cost model, report rendering from a prepared warehouse),
@@ -85,10 +99,10 @@ test:
 # over 20 s is named at the end (tests/conftest.py). `make test` still runs everything.
 CHECK_WORKERS ?= 2
 check: $(STAMP)
-	COSTGAP_CHECK=1 $(BIN)/python -m pytest -q -ra -n $(CHECK_WORKERS) --dist worksteal --durations=5 -m "not slow and not timed"
+	COSTGAP_CHECK=1 $(PYC) $(BIN)/python -m pytest -q -ra -n $(CHECK_WORKERS) --dist worksteal --durations=5 -m "not slow and not timed"
 
 bench: $(STAMP)
-	$(BIN)/python -m tests.bench
+	$(PYC) $(BIN)/python -m tests.bench
 
 clean:
 	rm -rf $(VENV) $(SKY_VENV) site results costgap.duckdb

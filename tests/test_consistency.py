@@ -22,21 +22,20 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from tests.demo_world import shared_demo, shared_demo_site
 
 REL = 1e-9
 FIGURES = ("cost_per_mtok", "cost_lo", "cost_hi", "price_per_hour", "price_now_per_hour", "cost_now_per_mtok", "p",
            "R", "tokens_per_s", "failed_attempts", "attempts", "runs", "price_age_days")
 
-pytestmark = pytest.mark.slow  # a whole `costgap demo` and the CLI over it
+pytestmark = pytest.mark.slow  # the session's `costgap demo` (shared) and the CLI over it
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("consistency")
-    wh, site = root / "demo.duckdb", root / "site"
-    res = CliRunner().invoke(app, ["demo", "--warehouse", str(wh), "--site", str(site), "--no-images"])
-    assert res.exit_code == 0, res.output
-    return wh, site
+    """The session's one demo build (tests/demo_world.py), read only here: its warehouse and its site."""
+    wh, _ = shared_demo(tmp_path_factory)
+    return wh, shared_demo_site(wh)
 
 
 def _csv(path: Path) -> list[dict]:
