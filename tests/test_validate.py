@@ -106,3 +106,20 @@ def test_run_status(attempts, finetune, status):
     ft = [] if finetune is None else _ft(status=finetune, **({"tokens_per_s": None} if finetune in ("failed", "skipped") else {}))
     doc = bundle_doc(attempts=rows, finetune=ft, measurements=[] if status == "failed" else bundle_doc()["measurements"])
     assert run_status(parse_bundle(canonical_json(doc), now=NOW)) == status
+
+
+@pytest.mark.parametrize("changes", [{}, CASES[0][0], CASES[4][0], CASES[10][0], CASES[-1][0]],
+                         ids=["all-pass", "finetunes", "measurements", "telemetry", "environments"])
+def test_the_verdict_first_pass_keeps_every_result_of_the_full_one(changes, monkeypatch):
+    """validate_frames runs each suite for its verdict (BOOLEAN_ONLY) and in full only when it fails: the
+    rows and failures must be those of running every suite in full, for a batch that passes and for each
+    table's failure."""
+    from tasks.landing import validate
+
+    frames = _frames(bundle_doc(seq=1, telemetry=_tel()), bundle_doc(seq=2, **changes))
+    quick = validate_frames(frames, now=NOW)
+    monkeypatch.setattr(validate, "PASS_FORMAT", validate.FAIL_FORMAT)
+    full = validate_frames(frames, now=NOW)
+    assert quick.failed == full.failed and (quick.failed != {}) == bool(changes)
+    drop = ["validation_id"]
+    assert quick.rows.drop(columns=drop).equals(full.rows.drop(columns=drop))

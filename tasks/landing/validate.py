@@ -133,6 +133,21 @@ def _observed(item: dict[str, Any], column: str | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items()) or str(column)
 
 
+# A suite is run first for its verdict alone, and again in full only when it fails (rare: a damaged bundle).
+# The full format computes every unexpected row and its run_id for each expectation, which is what maps a
+# failure back to its bundles; for a batch that passes it finds nothing, at twice the cost: measured here over
+# a batch of the H100 samples (11,000 telemetry rows), 1.05 CPU-s per batch in full against 0.55 for the verdict.
+PASS_FORMAT = {"result_format": "BOOLEAN_ONLY"}
+FAIL_FORMAT = {"result_format": "COMPLETE", "unexpected_index_column_names": ["run_id"]}
+
+
+def _validate(batch_def, suite, df: pd.DataFrame, result_format: dict):
+    with warnings.catch_warnings():  # GX 1.24 calls Series.values on tz-aware columns
+        warnings.simplefilter("ignore", category=FutureWarning)
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        return batch_def.get_batch(batch_parameters={"dataframe": df}).validate(suite, result_format=result_format)
+
+
 def validate_frames(frames: dict[str, pd.DataFrame], now: datetime | None = None) -> Outcome:
     """Run every suite whose table has rows; map failures to run_ids; build the result rows."""
     out = Outcome(validation_id=str(uuid.uuid4()))
@@ -150,12 +165,9 @@ def validate_frames(frames: dict[str, pd.DataFrame], now: datetime | None = None
         if df is None or not len(df):
             continue
         run_ids = pd.unique(df["run_id"])
-        with warnings.catch_warnings():  # GX 1.24 calls Series.values on tz-aware columns
-            warnings.simplefilter("ignore", category=FutureWarning)
-            warnings.simplefilter("ignore", category=DeprecationWarning)
-            result = batch_def.get_batch(batch_parameters={"dataframe": df}).validate(
-                suite, result_format={"result_format": "COMPLETE",
-                                      "unexpected_index_column_names": ["run_id"]})
+        result = _validate(batch_def, suite, df, PASS_FORMAT)
+        if not result.success:  # which bundles, and what they hold: the suite again, with every unexpected row
+            result = _validate(batch_def, suite, df, FAIL_FORMAT)
         for r in result.results:
             cfg = r.expectation_config
             col = _column_of(cfg)
