@@ -177,6 +177,35 @@ def _isolated_env(monkeypatch, tmp_path):
     monkeypatch.setenv("COSTGAP_API", "ephemeral")
 
 
+CPU = "costgap_cpu_s"  # a test's CPU seconds (tests/conftest.py _cpu_now), recorded with its teardown report
+HEAVIEST_CPU = 10  # how many tests the CPU table at the end names
+_cpu_start: dict[str, float] = {}
+
+
+def _cpu_now() -> float:
+    """CPU seconds of this process and of its children that have been waited for (RUSAGE_CHILDREN): a test's
+    servers, workers and fresh commands once it has stopped them. Not counted: commands forked from the
+    session's warm process (its children) and the session's shared server, which every test uses."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _cpu_start[item.nodeid] = _cpu_now()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The test's CPU seconds go with its teardown report (a worker's reports reach the controller under
+    xdist): on this 2-core box the suite is bound by CPU, so CPU, not a noisy wall clock, says what to size."""
+    if call.when == "teardown" and item.nodeid in _cpu_start:
+        item.user_properties.append((CPU, round(_cpu_now() - _cpu_start.pop(item.nodeid), 2)))
+    yield
+
+
 SUMMARY = "costgap_summary"  # a test's headline figure: record_property(SUMMARY, "line") prints it at the end
 FUZZ = "costgap_fuzz"  # record_property(FUZZ, (importer, variants tried)): summed into one line at the end
 # Issue 44: the suite must stay under 10 minutes on a 2-core box, so every test over this (setup, call and
@@ -209,23 +238,39 @@ def _heavy_lines(terminalreporter) -> list[str]:
     return [f"{HEAVY} {limit:.0f} s ({what}): {node} took {s:.0f} s; {hint}" for s, node in slow]
 
 
+def _props_by_test(terminalreporter) -> list[tuple[str, str, object]]:
+    """(nodeid, name, value) of every recorded property, once each (every phase's report carries them)."""
+    seen, out = set(), []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for name, value in getattr(report, "user_properties", ()):
+                key = (getattr(report, "nodeid", ""), name, repr(value))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(key[:2] + (value,))
+    return out
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print every test's headline figures (cold starts, fuzz variants, ...) after the run, also under
     pytest-xdist, where a worker's own output never reaches the terminal: they travel in the reports.
-    Before them, a warning naming every test over HEAVY_TEST_S (CHECK_TEST_S under `make check`)."""
+    Before them, a warning naming every test over HEAVY_TEST_S (CHECK_TEST_S under `make check`), and the
+    tests that took the most CPU (CPU)."""
     heavy = _heavy_lines(terminalreporter)
     if heavy:
         terminalreporter.section("tests over the time limit")
         for line in heavy:
             terminalreporter.write_line(line, yellow=True)
-    seen, props = set(), []  # every phase's report: a fixture's teardown records after the call's report
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            for name, value in getattr(report, "user_properties", ()):
-                key = (getattr(report, "nodeid", ""), name, repr(value))
-                if name in (SUMMARY, FUZZ) and key not in seen:
-                    seen.add(key)
-                    props.append((name, value))
+    recorded = _props_by_test(terminalreporter)  # every phase's report: a fixture's teardown records after the call's
+    props = [(name, value) for _, name, value in recorded if name in (SUMMARY, FUZZ)]
+    cpu = sorted(((value, nodeid) for nodeid, name, value in recorded if name == CPU), reverse=True)
+    if cpu:
+        terminalreporter.section(f"the {min(HEAVIEST_CPU, len(cpu))} tests with the most CPU")
+        terminalreporter.write_line(f"{sum(c for c, _ in cpu):.0f} CPU-s in {len(cpu)} tests (each test's process "
+                                    "and the children it waited for; commands forked from the warm process and the "
+                                    "shared server are not counted)")
+        for c, nodeid in cpu[:HEAVIEST_CPU]:
+            terminalreporter.write_line(f"{c:8.1f} CPU-s  {nodeid}")
     lines = [value for name, value in props if name == SUMMARY]
     fuzz: dict[str, int] = {}
     for name, value in props:
