@@ -12,7 +12,7 @@ STAMP    := $(VENV)/.installed-stamp
 
 help:
 	@echo "make run    - install into $(VENV) and run the main job (local target, quick profile)"
-	@echo "make test   - install into $(VENV) and run the whole test suite (about 10 minutes)"
+	@echo "make test   - install into $(VENV) and run the whole test suite (about 24 minutes on 2 cores)"
 	@echo "make check  - the tests that start no server or process fleet of their own (under 3 minutes)"
 	@echo "make bench  - run the project's benchmarks and print their figures"
 
