@@ -58,7 +58,8 @@ SKY_VENV ?= .venv-sky
 SKYPILOT ?= skypilot==0.14.1
 SKY_STAMP := $(SKY_VENV)/.installed-stamp
 $(SKY_STAMP): Makefile
-	@test -x $(SKY_VENV)/bin/python || { [ -x $(BIN)/uv ] && $(BIN)/uv venv -q --python "$$(command -v $(PY))" $(SKY_VENV); } || $(PY) -m venv $(SKY_VENV)
+	@test -x $(SKY_VENV)/bin/python || \
+	  { [ -x $(BIN)/uv ] && $(BIN)/uv venv -q --python "$$(command -v $(PY))" $(SKY_VENV); } || $(PY) -m venv $(SKY_VENV)
 	@if [ -n "$$PIP_FIND_LINKS" ] && [ -x $(BIN)/uv ]; then \
 	  $(BIN)/uv pip install -q --python $(SKY_VENV)/bin/python --find-links "$$PIP_FIND_LINKS" "$(SKYPILOT)"; \
 	else $(SKY_VENV)/bin/python -m pip install -q --disable-pip-version-check "$(SKYPILOT)"; fi

@@ -3,8 +3,9 @@
     .venv/bin/pytest -q -n 2 tests/test_readme.py tests/test_cli_text.py    # one `costgap demo` between them
 
 `costgap demo` takes 40-60 s of CPU; the tests that read it (the README's examples, the command line's
-text, the site-against-CLI consistency checks) share one build under the session's temporary root, made by whichever worker asks first while the
-others wait on a lock. A test that writes copies the file first; the shared one is only ever read.
+text, the site-against-CLI consistency checks) share one build under the session's temporary root, made by
+whichever worker asks first while the others wait on a lock. A test that writes copies the file first; the
+shared one is only ever read.
 """
 
 from __future__ import annotations
